@@ -152,38 +152,93 @@
 //! differentiation*, POPL 2022). Each binding records the local partial
 //! derivatives of one computation; one reverse sweep over the tape (the
 //! paper's array-based `eval`) then gives the gradient. Time and memory are
-//! linear in the running time of the function.
+//! linear in the running time of the function. The macro *fuses* straight-line
+//! real computations at compile time: one binding per expression or run of
+//! statements, one per loop sum. Constants, `#[no_grad]` data and integer code
+//! never touch the tape. [`how_it_works`] walks through one function step by
+//! step, with the paper's section for each part.
 //!
-//! The macro *fuses* each straight-line real computation at compile time: it
-//! derives the partial derivatives of whole expressions and statements
-//! symbolically and records one binding for them, and a loop that only adds
-//! to a variable (`s += ...`) records one binding for the whole sum.
-//! Constants, `#[no_grad]` data and integer code never touch the tape.
+//! # Limits
 //!
-//! # Supported code
+//! Code the macro cannot differentiate is a compile error at the construct,
+//! never a wrong derivative. For example, a call to a function that is not
+//! `#[differentiate]` with a differentiated argument:
 //!
-//! Locals with and without type annotations, shadowing, `let mut` and
-//! compound assignment, blocks, `if`/`else` and `match` (also as
-//! expressions), `for` over ranges and over `.iter()`, `.iter().enumerate()`,
-//! `.iter().zip(..)` of slices, `while`, `while let`, `loop` with `break`
-//! (also with values and labels) and `continue`, early `return`; local
-//! buffers (`vec![0.0; n]`, `Vec::with_capacity` and `push`, indexing reads
-//! and writes, `.len()`); the `f64`/`f32` methods `sin cos tan asin acos atan
-//! atan2 sinh cosh tanh asinh acosh atanh exp exp2 exp_m1 ln log log2 log10
-//! ln_1p sqrt cbrt powi powf hypot recip mul_add abs min max clamp signum
-//! floor ceil round round_ties_even trunc fract copysign rem_euclid
-//! div_euclid to_degrees to_radians sin_cos`, as methods and as paths
-//! (`f64::sin(x)`); `%`; casts (`i as f64`, `x as usize` uses the value);
-//! `std::f64::consts`; and calls to other `#[differentiate]` functions,
-//! recursion included, with any mix of differentiated and constant
-//! arguments.
+//! ```compile_fail
+//! fn helper(x: f64) -> f64 {
+//!     x * 2.0
+//! }
 //!
-//! Anything else is a compile error at the construct, saying what is not
-//! supported and what to write instead: closures, `unsafe`, `async`, methods,
-//! generic type parameters (lifetime and const parameters are fine), `&mut`
-//! parameters with floats, struct-valued or vector-valued outputs, calls to
-//! functions that are not `#[differentiate]` with a differentiated argument,
-//! unknown macros.
+//! #[deltad::differentiate]
+//! fn f(x: f64) -> f64 {
+//!     helper(x) // error: cannot find module `helper`; put #[differentiate] on it
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! generic numeric type parameters (write the function for `f64` or `f32`):
+//!
+//! ```compile_fail
+//! #[deltad::differentiate]
+//! fn square<T: std::ops::Mul<Output = T> + Copy>(x: T) -> T {
+//!     x * x
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! `unsafe` code, `async` functions, methods taking `&mut self`:
+//!
+//! ```compile_fail
+//! #[deltad::differentiate]
+//! fn first(x: &[f64]) -> f64 {
+//!     unsafe { *x.get_unchecked(0) }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! reals held in maps, boxes or trait objects (mark such parameters
+//! `#[no_grad]` when they only hold constant data):
+//!
+//! ```compile_fail
+//! use std::collections::HashMap;
+//!
+//! #[deltad::differentiate]
+//! fn total(prices: &HashMap<String, f64>) -> f64 {
+//!     prices.values().sum()
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! and changing the precision of a differentiated value:
+//!
+//! ```compile_fail
+//! #[deltad::differentiate]
+//! fn narrow(x: f64) -> f64 {
+//!     let y = x as f32;
+//!     (y * y) as f64
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! The same parameter marked `#[no_grad]` compiles, and has no `Grad` field:
+//!
+//! ```
+//! use std::collections::HashMap;
+//!
+//! #[deltad::differentiate]
+//! fn weighted(w: f64, #[no_grad] prices: &HashMap<String, f64>) -> f64 {
+//!     let mut total = 0.0;
+//!     for p in prices.values() {
+//!         total += w * p;
+//!     }
+//!     total
+//! }
+//!
+//! # fn main() {
+//! let prices = HashMap::from([("a".to_string(), 2.0), ("b".to_string(), 3.0)]);
+//! assert_eq!(weighted::grad(1.5, &prices).w, 5.0);
+//! # }
+//! ```
 //!
 //! # Conventions at non-differentiable points
 //!
@@ -224,3 +279,6 @@ pub use deltad_runtime::{
 /// Items used by the code `#[differentiate]` generates. Not part of the API.
 #[doc(hidden)]
 pub use deltad_runtime::__private;
+
+#[doc = include_str!("../docs/how-it-works.md")]
+pub mod how_it_works {}
