@@ -105,7 +105,9 @@
 //! `#[preaccumulate]` on a `for` loop whose iterations pass values on only
 //! through sums (`total += ..`, a loss over data points) differentiates each
 //! iteration as it ends and forgets it: the tape holds one iteration.
-//! `f::tape_stats(..)` reports what one recording keeps.
+//! `f::tape_stats(..)` reports what one recording keeps; `f::tape_graph(..)`
+//! returns the recorded bindings themselves as a [`TapeGraph`] (a listing when
+//! printed, Graphviz DOT by [`TapeGraph::to_dot`]).
 //!
 //! [`sum()`], [`dot()`] and [`log_sum_exp()`] are recorded as one binding with a
 //! term per element.
@@ -250,8 +252,8 @@
 //!   of the bound returned.
 //! * `floor`, `ceil`, `round`, `round_ties_even`, `trunc`, `signum` and
 //!   `div_euclid` have derivative 0.
-//! * `sqrt` and `cbrt` at 0 have infinite derivative, `hypot` at (0, 0) has
-//!   derivative 0, and `powf`'s derivative in the exponent is 0 where the
+//! * `sqrt` and `cbrt` at 0 have infinite derivative, `hypot` and `atan2` at
+//!   (0, 0) have derivative 0, and `powf`'s derivative in the exponent is 0 where the
 //!   value is 0.
 //! * A value that does not reach the output contributes exactly 0, even where
 //!   its own derivative is infinite or NaN.
@@ -275,10 +277,21 @@ pub use deltad_runtime::{
     DeltaId, DerivativeCheck, Differentiable, DualOf, GradElement, IntoDual, IntoReal, Mismatch,
     Primitive, Real, Scalar, Tape, TapeStats,
 };
+pub use deltad_runtime::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
 
 /// Items used by the code `#[differentiate]` generates. Not part of the API.
 #[doc(hidden)]
 pub use deltad_runtime::__private;
+
+#[cfg(feature = "nalgebra")]
+#[doc(inline)]
+pub use deltad_runtime::nalgebra;
+#[cfg(feature = "ndarray")]
+#[doc(inline)]
+pub use deltad_runtime::ndarray;
+
+#[cfg(feature = "argmin")]
+pub mod argmin_support;
 
 #[doc = include_str!("../docs/how-it-works.md")]
 pub mod how_it_works {}

@@ -568,6 +568,8 @@ impl Analyzer<'_> {
     fn expr_shape(&mut self, expr: &Expr) -> Shape {
         match expr {
             Expr::Lit(_) => Shape::Inactive,
+            // `None` holds no reals and takes its type from where it goes.
+            Expr::Path(_) if crate::rewrite::is_none_literal(expr) => Shape::Any,
             Expr::Path(path) => match path.path.get_ident() {
                 Some(ident) if path.qself.is_none() => match self.lookup(&ident.to_string()) {
                     Some(id) => self.bindings[id].shape.clone(),
@@ -580,6 +582,8 @@ impl Analyzer<'_> {
             Expr::Unary(unary) => {
                 let inner = self.expr(&unary.expr);
                 match unary.op {
+                    // `-v` of a nalgebra/ndarray vector is a vector.
+                    syn::UnOp::Neg(_) if methods::is_array_shape(&inner) => inner,
                     syn::UnOp::Neg(_) => inner.scalar(),
                     syn::UnOp::Not(_) => Shape::Inactive,
                     _ => inner,
@@ -793,6 +797,20 @@ impl Analyzer<'_> {
         let right = self.expr(&binary.right);
         let left = self.expr(&binary.left);
         match binary.op {
+            // nalgebra/ndarray vectors and matrices have arithmetic: their
+            // results are arrays too (see `methods::array_result`).
+            Add(_) | Sub(_) | Mul(_) | Div(_) | Rem(_)
+                if methods::is_array_shape(&left) || methods::is_array_shape(&right) =>
+            {
+                methods::array_result([&left, &right])
+            }
+            AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_)
+                if methods::is_array_shape(&left) || methods::is_array_shape(&right) =>
+            {
+                let value = methods::array_result([&left, &right]);
+                self.store(&binary.left, &value);
+                Shape::Inactive
+            }
             Add(_) | Sub(_) | Mul(_) | Div(_) | Rem(_) => {
                 // Arithmetic on active values is real arithmetic: the other
                 // differentiated values (slices, `Vec`s, tuples, the twins of
@@ -972,6 +990,9 @@ impl Analyzer<'_> {
             } else {
                 Shape::Inactive
             };
+        }
+        if let Some(shape) = methods::array_method(name, &receiver, &args) {
+            return shape;
         }
         if methods::INACTIVE_RESULT.contains(&name) {
             return Shape::Inactive;

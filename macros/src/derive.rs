@@ -521,10 +521,10 @@ impl Generator<'_> {
                 fn input<'t, S: #private::Scalar<Prim = #p>>(&self, tape: &'t #private::Tape<S>) -> #twin<#private::Real<'t, S>> {
                     #input
                 }
-                fn build<T>(&self, leaf: &mut impl FnMut(#p) -> T) -> #twin<T> {
+                fn build<T>(&self, leaf: &mut impl ::core::ops::FnMut(#p) -> T) -> #twin<T> {
                     #build
                 }
-                fn map_twin<__DeltadIn, __DeltadOut>(twin: &#twin<__DeltadIn>, leaf: &mut impl FnMut(&__DeltadIn) -> __DeltadOut) -> #twin<__DeltadOut> {
+                fn map_twin<__DeltadIn, __DeltadOut>(twin: &#twin<__DeltadIn>, leaf: &mut impl ::core::ops::FnMut(&__DeltadIn) -> __DeltadOut) -> #twin<__DeltadOut> {
                     #map_twin
                 }
                 fn primal<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>) -> #twin<#p> {

@@ -219,6 +219,9 @@ fn recording_pass(
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod robustness {
     //! The expansion never panics, whatever tokens it is given: mutated
     //! versions of real functions either expand to code that parses or carry
@@ -226,7 +229,7 @@ mod robustness {
 
     use proc_macro2::{TokenStream, TokenTree};
 
-    const CORPUS: &[&str] = &[
+    pub(super) const CORPUS: &[&str] = &[
         "fn loss(w: &[f64], b: f64, #[no_grad] x: &[f64], n: usize) -> f64 { let mut s = 0.0; for i in 0..n { let z = w[i] * x[i] + b; s += if z > 0.0 { z * z } else { z.exp() - 1.0 }; } s / n as f64 }",
         "fn det(m: &[f64], n: usize) -> f64 { if n == 1 { return m[0]; } let mut total = 0.0; let mut sign = 1.0; for col in 0..n { let mut minor = Vec::with_capacity(n); for row in 1..n { for c in 0..n { if c != col { minor.push(m[row * n + c]); } } } total += sign * m[col] * det(&minor, n - 1); sign = -sign; } total }",
         "fn f<const N: usize>(a: [f64; N], x: f64) -> f64 { let v = vec![0.0; N]; let mut t = x.max(a[0]).powi(2); 'l: loop { t = t.sin(); if t < 0.1 { break 'l; } } match N { 0 => t, _ => t * a[N - 1] } }",
@@ -238,17 +241,17 @@ mod robustness {
     ];
 
     /// A small deterministic generator (SplitMix64).
-    struct Rng(u64);
+    pub(super) struct Rng(pub(super) u64);
 
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub(super) fn next(&mut self) -> u64 {
             self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
             let mut z = self.0;
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         }
-        fn below(&mut self, n: usize) -> usize {
+        pub(super) fn below(&mut self, n: usize) -> usize {
             (self.next() % n.max(1) as u64) as usize
         }
     }

@@ -172,6 +172,14 @@ impl Run {
         self.pure_leaves.clear();
     }
 
+    /// Forgets the evaluated leaves whose expression mentions `name`.
+    pub(crate) fn forget_pure_leaves_naming(&mut self, name: &str) {
+        self.pure_leaves.retain(|key, _| {
+            !key.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|word| word == name)
+        });
+    }
+
     fn names(&self) -> HashSet<String> {
         self.entries.iter().map(|e| e.name.clone()).collect()
     }
@@ -489,7 +497,18 @@ impl Rewriter<'_> {
                     let (prologue, epilogue) = self.start_accumulators(stmt);
                     self.stmt(stmt, if is_tail { want } else { None }, is_tail);
                     let finished = self.finish_accumulators(stmt, epilogue);
-                    let stmt = std::mem::replace(stmt, placeholder());
+                    let mut stmt = std::mem::replace(stmt, placeholder());
+                    // A tail expression (a loop whose value the block
+                    // returns) must stay last: its value is kept while the
+                    // accumulators finish.
+                    let mut tail = None;
+                    if let (true, false, Stmt::Expr(expr, None)) =
+                        (is_tail, finished.is_empty(), &stmt)
+                    {
+                        let value = Ident::new("__deltad_tail", Span::mixed_site());
+                        tail = Some(Stmt::Expr(syn::parse_quote!(#value), None));
+                        stmt = syn::parse_quote!(let #value = #expr;);
+                    }
                     let target = if run.is_empty() {
                         &mut out
                     } else {
@@ -498,6 +517,7 @@ impl Rewriter<'_> {
                     target.extend(prologue);
                     target.push(stmt);
                     target.extend(finished);
+                    target.extend(tail);
                 }
             }
         }
@@ -630,6 +650,7 @@ impl Rewriter<'_> {
                 let real_binding = self.activity.pat(&local.pat) == Shape::Real;
                 let scalar_init = local.init.as_ref().is_some_and(|init| {
                     init.diverge.is_none()
+                        && !is_enum_value(&init.expr)
                         && matches!(
                             self.activity.expr(&init.expr),
                             Shape::Real | Shape::Inactive | Shape::Opaque
@@ -658,6 +679,11 @@ impl Rewriter<'_> {
                     }
                     _ => return StmtKind::Other,
                 };
+                if let Expr::Assign(assign) = expr {
+                    if is_enum_value(&assign.right) {
+                        return StmtKind::Other;
+                    }
+                }
                 if self.activity.expr(target) != Shape::Real {
                     return StmtKind::Other;
                 }
@@ -746,6 +772,10 @@ impl Rewriter<'_> {
         };
         let name = ident.to_string();
         run.entries.retain(|e| e.name != name);
+        // A `let` that shadows a name: leaves read through the old binding
+        // must not stand for the new one (found by the fuzzer, see
+        // tests/fuzz_regressions.rs).
+        run.forget_pure_leaves_naming(&name);
         if uses.statements_from(&name, index + 1) == 1 {
             // Used by one later statement: compose it there if possible.
             run.entries.push(Entry {
@@ -1440,4 +1470,21 @@ fn uses(stmts: &[Stmt]) -> Uses {
         }
     }
     Uses(uses)
+}
+
+/// `Some(..)`, `None` and other variant or tuple-struct constructions: the
+/// activity analysis gives them their payload's shape, but they are not
+/// reals, so a statement producing one is not fused arithmetic.
+fn is_enum_value(expr: &Expr) -> bool {
+    match expr {
+        Expr::Paren(paren) => is_enum_value(&paren.expr),
+        Expr::Call(call) => matches!(
+            &*call.func,
+            Expr::Path(path) if matches!(
+                crate::syntax::classify_call(&path.path),
+                crate::syntax::CallKind::Constructor
+            )
+        ),
+        _ => crate::rewrite::is_none_literal(expr),
+    }
 }

@@ -1267,8 +1267,44 @@ pub(crate) fn reads_only(method: &str) -> bool {
             | "remove"
             | "into_iter"
     );
+    // Iterator adaptors and consumers consume the iterator, not the
+    // collection it borrows: `iter_mut`, `drain`, `into_iter` are caught
+    // where they are called, and writes inside closures are visited on
+    // their own.
+    const ITERATOR: &[&str] = &[
+        "map",
+        "filter",
+        "filter_map",
+        "flat_map",
+        "map_while",
+        "take_while",
+        "skip_while",
+        "enumerate",
+        "zip",
+        "chain",
+        "flatten",
+        "inspect",
+        "peekable",
+        "scan",
+        "fold",
+        "reduce",
+        "sum",
+        "product",
+        "any",
+        "all",
+        "find",
+        "position",
+        "max_by",
+        "min_by",
+        "max_by_key",
+        "min_by_key",
+        "for_each",
+        "unzip",
+        "partition",
+    ];
     !mutating
-        && (INACTIVE_RESULT.contains(&method)
+        && (ITERATOR.contains(&method)
+            || INACTIVE_RESULT.contains(&method)
             || SAME_SHAPE.contains(&method)
             || ELEMENT.contains(&method)
             || crate::methods::is_math_method(method))

@@ -3,6 +3,8 @@
 //! Only names matter here; types stay with rustc. A method is classified by
 //! what it does to the activity of its receiver and arguments.
 
+use crate::shape::Shape;
+
 /// `f64`/`f32` methods with derivative rules, taking only the receiver.
 pub(crate) const UNARY_MATH: &[&str] = &[
     "sin",
@@ -243,6 +245,103 @@ pub(crate) fn is_primitive_type_name(name: &str) -> bool {
             | "char"
             | "str"
     )
+}
+
+/// nalgebra/ndarray methods whose result is shaped like their receiver.
+const ARRAY_SAME_SHAPE: &[&str] = &[
+    "transpose",
+    "t",
+    "reversed_axes",
+    "normalize",
+    "scale",
+    "component_mul",
+    "component_div",
+    "cross",
+];
+
+/// nalgebra/ndarray methods whose result is a vector or a matrix, or (for
+/// `dot`) a real when both operands are vectors.
+const ARRAY_PRODUCTS: &[&str] = &["dot", "tr_mul"];
+
+/// The nalgebra/ndarray methods a differentiated vector or matrix has
+/// besides the standard ones (`len`, `iter`, `sum`, `map`, ...): the
+/// runtime's twins have their hidden forwarders.
+pub(crate) const ARRAY_METHODS: &[&str] = &[
+    "dot",
+    "norm",
+    "norm_squared",
+    "magnitude",
+    "magnitude_squared",
+    "normalize",
+    "mean",
+    "scale",
+    "component_mul",
+    "component_div",
+    "cross",
+    "transpose",
+    "tr_mul",
+    "t",
+    "reversed_axes",
+    "nrows",
+    "ncols",
+    "shape",
+    "dim",
+];
+
+/// True for a call building a nalgebra or ndarray value (`DVector::from_vec`,
+/// `Array1::from`), which cannot hold dual values.
+pub(crate) fn builds_array(path: &syn::Path) -> bool {
+    let mut segments = path.segments.iter().rev();
+    let (Some(_function), Some(ty)) = (segments.next(), segments.next()) else {
+        return false;
+    };
+    crate::types::is_array_type_name(&ty.ident.to_string())
+}
+
+/// True for the shape of a nalgebra/ndarray vector or matrix (see
+/// `types::shape_of`): arrays of reals, which unlike slices and `Vec`s have
+/// arithmetic operators.
+pub(crate) fn is_array_shape(shape: &Shape) -> bool {
+    match shape {
+        Shape::Elems(inner) => matches!(**inner, Shape::Real) || is_array_shape(inner),
+        _ => false,
+    }
+}
+
+/// The shape of arithmetic on arrays: a matrix if an operand may be one,
+/// else a vector. The analysis cannot tell a matrix-vector product from a
+/// matrix-matrix one, so it errs towards more structure: a vector or a real
+/// judged a matrix only loses fusion (indexing it gives a value judged a
+/// vector, never a real, so it is never put into fused scalar code).
+pub(crate) fn array_result<'a>(operands: impl IntoIterator<Item = &'a Shape>) -> Shape {
+    let matrix = operands
+        .into_iter()
+        .any(|shape| matches!(shape, Shape::Elems(inner) if is_array_shape(inner)));
+    if matrix {
+        Shape::elems(Shape::elems(Shape::Real))
+    } else {
+        Shape::elems(Shape::Real)
+    }
+}
+
+/// The shape of a nalgebra/ndarray method's result, for methods with an
+/// array receiver or argument.
+pub(crate) fn array_method(name: &str, receiver: &Shape, args: &[Shape]) -> Option<Shape> {
+    let arrays = std::iter::once(receiver).chain(args).any(is_array_shape);
+    if !arrays {
+        return None;
+    }
+    if ARRAY_SAME_SHAPE.contains(&name) {
+        return Some(array_result(std::iter::once(receiver).chain(args)));
+    }
+    if ARRAY_PRODUCTS.contains(&name) {
+        let vector = |shape: &Shape| *shape == Shape::elems(Shape::Real);
+        if name == "dot" && vector(receiver) && args.iter().all(vector) {
+            return Some(Shape::Real);
+        }
+        return Some(Shape::elems(Shape::elems(Shape::Real)));
+    }
+    None
 }
 
 /// Methods with a closure argument that the analysis follows (see

@@ -35,8 +35,12 @@ impl Names {
         parse_quote!(::deltad::__private::Real<#lifetime, #scalar>)
     }
 
-    /// A fresh mixed-site identifier for a generated local.
+    /// A fresh mixed-site identifier for a generated local. `name` may be
+    /// built from user identifiers, raw ones (`r#try`) included: their
+    /// `r#` is dropped (a raw identifier and its plain spelling are the
+    /// same name, so nothing can collide).
     pub(crate) fn local(&self, name: &str) -> Ident {
+        let name = name.replace("r#", "");
         format_ident!("__deltad_{}", name, span = Span::mixed_site())
     }
 
@@ -59,6 +63,7 @@ pub(crate) mod items {
     pub const JACOBIAN_FN: &str = "__deltad_jacobian";
     pub const CHECK_FN: &str = "__deltad_check";
     pub const TAPE_STATS_FN: &str = "__deltad_tape_stats";
+    pub const TAPE_GRAPH_FN: &str = "__deltad_tape_graph";
     pub const CHECKPOINTED_FN: &str = "__deltad_checkpointed";
     /// The public name of `CHECKPOINTED_FN`, called by other annotated functions.
     pub const CHECKPOINTED_PUBLIC: &str = "__checkpointed";

@@ -504,8 +504,13 @@ impl<'a> Rewriter<'a> {
         self.expr(&mut closure.body, ret.as_ref().filter(|r| r.is_active()));
     }
 
-    /// Replaces `expr` with `lift(tape, expr)`.
+    /// Replaces `expr` with `lift(tape, expr)`. A bare `None` holds no reals
+    /// and takes its type from where it goes, so it stays as written (lifting
+    /// it would leave its type parameter to infer).
     fn lift(&self, expr: &mut Expr) {
+        if is_none_literal(expr) {
+            return;
+        }
         let span = expr.span();
         let tape = &self.names.tape;
         let inner = take(expr);
@@ -682,6 +687,12 @@ impl<'a> Rewriter<'a> {
                     function.path.to_token_stream()
                 ));
             }
+            CallKind::User if any_active && methods::builds_array(&function.path) => {
+                self.errors.at(&function.path, format!(
+                    "deltad cannot build a nalgebra or ndarray value from differentiated values (`{}`): their element types must be `'static`, which dual values are not; compute with the operations of the differentiated parameters (see `deltad::nalgebra`, `deltad::ndarray`), or collect the values into a `Vec`",
+                    function.path.to_token_stream()
+                ));
+            }
             CallKind::User if any_active => {
                 if let Some(last) = function.path.segments.last() {
                     if !last.arguments.is_none() {
@@ -753,6 +764,16 @@ impl<'a> Rewriter<'a> {
             self.errors.at(&call.method, format!(
                 "deltad does not know a derivative for the method `{name}` of a differentiated value: use the `f64` methods ({}), or move this computation into a `#[differentiate]` function",
                 "sin, exp, ln, sqrt, powi, powf, abs, max, ..."
+            ));
+            return;
+        }
+        if methods::is_array_shape(&receiver)
+            && !methods::is_library_method(name)
+            && !methods::ARRAY_METHODS.contains(&name)
+        {
+            self.errors.at(&call.method, format!(
+                "deltad does not know a derivative for the method `{name}` of a differentiated vector or matrix: nalgebra's and ndarray's {} are supported, as are element access, `iter`, `map`, `sum` and the arithmetic operators; compute the rest element by element",
+                methods::ARRAY_METHODS.join(", ")
             ));
             return;
         }
@@ -1003,4 +1024,22 @@ fn set_span(ty: &mut Type, span: Span) {
     if let Ok(respanned) = syn::parse2(tokens) {
         *ty = respanned;
     }
+}
+
+/// `None`, `Option::None` or a longer path ending in `Option::None`.
+pub(crate) fn is_none_literal(expr: &Expr) -> bool {
+    let Expr::Path(path) = expr else { return false };
+    let segments: Vec<_> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    path.qself.is_none()
+        && path.path.segments.iter().all(|s| s.arguments.is_none())
+        && match segments.as_slice() {
+            [only] => only == "None",
+            [.., parent, last] => parent == "Option" && last == "None",
+            [] => false,
+        }
 }

@@ -172,6 +172,31 @@ impl Signature {
             .iter()
             .any(|p| matches!(p.kind, ParamKind::Function { .. }))
     }
+
+    /// True if a constant parameter's type names a lifetime below its
+    /// outermost reference (`View<'a>`, `&[&'a str]`): a checkpointed call
+    /// keeps its constant arguments as owned `'static` copies, which such a
+    /// type cannot give, so calls of this function are not checkpointable.
+    pub(crate) fn keeps_borrowed_constants(&self) -> bool {
+        struct FindsLifetime(bool);
+        impl<'ast> syn::visit::Visit<'ast> for FindsLifetime {
+            fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {
+                self.0 = true;
+            }
+        }
+        self.params.iter().any(|p| {
+            if !matches!(p.kind, ParamKind::Constant | ParamKind::Discrete) {
+                return false;
+            }
+            let target = match &p.ty {
+                syn::Type::Reference(reference) => &*reference.elem,
+                other => other,
+            };
+            let mut finder = FindsLifetime(false);
+            syn::visit::Visit::visit_type(&mut finder, target);
+            finder.0
+        })
+    }
 }
 
 /// Removes `#[no_grad]` markers from `item`'s parameters, returning which

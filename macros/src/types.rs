@@ -89,6 +89,9 @@ pub(crate) fn shape_of(ty: &Type) -> Shape {
             if is_float_type_name(&name) && path.segments.len() == 1 {
                 return Shape::Real;
             }
+            if let Some(shape) = array_shape(&name) {
+                return shape;
+            }
             match (
                 &last.arguments,
                 DIFFERENTIABLE_CONTAINERS.contains(&name.as_str()),
@@ -113,6 +116,60 @@ pub(crate) fn shape_of(ty: &Type) -> Shape {
     }
 }
 
+/// True for the names of ndarray's and nalgebra's views (borrowed arrays).
+fn is_view_type_name(name: &str) -> bool {
+    const NALGEBRA: &[&str] = &[
+        "Matrix",
+        "DMatrix",
+        "SMatrix",
+        "Vector",
+        "DVector",
+        "SVector",
+        "RowVector",
+        "RowDVector",
+        "RowSVector",
+    ];
+    name.starts_with("ArrayView")
+        || name.starts_with("CowArray")
+        || NALGEBRA.iter().any(|prefix| {
+            name.strip_prefix(prefix).is_some_and(|rest| {
+                rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == 'x')
+                    .starts_with("View")
+            })
+        })
+}
+
+/// True for the names of nalgebra's and ndarray's vector and matrix types.
+pub(crate) fn is_array_type_name(name: &str) -> bool {
+    array_shape(name).is_some()
+}
+
+/// nalgebra's and ndarray's vectors and matrices (features `nalgebra`,
+/// `ndarray` of the runtime): vectors are arrays of reals, matrices arrays
+/// of arrays (see `methods::array_result`), by the type's name.
+fn array_shape(name: &str) -> Option<Shape> {
+    if name == "Matrix" || name == "Array" {
+        return None;
+    }
+    let vector = matches!(name, "DVector" | "SVector" | "Array1")
+        || name
+            .strip_prefix("Vector")
+            .is_some_and(|n| n.len() == 1 && n.as_bytes()[0].is_ascii_digit());
+    let matrix = matches!(name, "DMatrix" | "SMatrix" | "Array2")
+        || name.strip_prefix("Matrix").is_some_and(|n| {
+            let b = n.as_bytes();
+            (b.len() == 1 && b[0].is_ascii_digit())
+                || (b.len() == 3 && b[0].is_ascii_digit() && b[1] == b'x' && b[2].is_ascii_digit())
+        });
+    if vector {
+        Some(Shape::elems(Shape::Real))
+    } else if matrix {
+        Some(Shape::elems(Shape::elems(Shape::Real)))
+    } else {
+        None
+    }
+}
+
 /// Checks that `ty` (an owned value type) can be differentiable: tuples,
 /// arrays, `Vec`s and `Option`s of reals, discrete data and user types.
 /// Returns the reason if not.
@@ -127,6 +184,12 @@ pub(crate) fn check_differentiable(ty: &Type) -> Result<(), String> {
                 return Ok(());
             };
             let name = last.ident.to_string();
+            if is_view_type_name(&name) {
+                return Err(format!(
+                    "deltad cannot differentiate a view (`{}`): its derivative would need storage of its own; take the owned type by reference (`&Array1<f64>`, `&DVector<f64>`), or mark the parameter #[no_grad] if it only holds constant data",
+                    written()
+                ));
+            }
             if STD_CONTAINERS.contains(&name.as_str())
                 && !DIFFERENTIABLE_CONTAINERS.contains(&name.as_str())
             {
@@ -222,6 +285,28 @@ mod tests {
             shape_of(&ty),
             Shape::Tuple(vec![Shape::Real, Shape::Inactive, Shape::Opaque])
         );
+    }
+
+    #[test]
+    fn nalgebra_and_ndarray_types_are_arrays_of_reals() {
+        let vector = Shape::elems(Shape::Real);
+        let matrix = Shape::elems(vector.clone());
+        for (ty, shape) in [
+            (parse_quote!(DVector<f64>), &vector),
+            (parse_quote!(&nalgebra::Vector3<f64>), &vector),
+            (parse_quote!(SVector<f32, 4>), &vector),
+            (parse_quote!(Array1<f64>), &vector),
+            (parse_quote!(DMatrix<f64>), &matrix),
+            (parse_quote!(Matrix2x3<f64>), &matrix),
+            (parse_quote!(Array2<f64>), &matrix),
+        ] as [(Type, &Shape); 7]
+        {
+            assert_eq!(&shape_of(&ty), shape, "{}", ty.to_token_stream());
+        }
+        let ty: Type = parse_quote!(VectorField);
+        assert_eq!(shape_of(&ty), Shape::Opaque);
+        assert!(is_view_type_name("DVectorView") && is_view_type_name("MatrixView2x3"));
+        assert!(is_view_type_name("ArrayView1") && !is_view_type_name("CameraViewMatrix"));
     }
 
     #[test]

@@ -50,6 +50,18 @@ pub fn perturb<P: Primitive, X: Differentiable<P>>(
 /// The largest disagreement between derivatives and central finite
 /// differences, entry by entry (see `check_derivatives` in a generated
 /// module).
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn softplus(x: f64) -> f64 {
+///     (1.0 + x.exp()).ln()
+/// }
+///
+/// let check = softplus::check_derivatives(0.3);
+/// assert_eq!(check.entries(), 1);
+/// assert!(check.max_error() < 1e-8);
+/// check.assert_within(1e-6); // panics with the worst entry if it fails
+/// ```
 #[derive(Clone, Debug)]
 pub struct DerivativeCheck {
     function: &'static str,

@@ -24,6 +24,34 @@ use crate::wrapper::GradReader;
 /// `String`, `()`), `Vec`s, arrays, `Option`s and tuples (up to 8) of
 /// differentiable types, and user types through
 /// `#[derive(Differentiable)]`.
+///
+/// A derived type can be a parameter and a result of differentiated
+/// functions; its gradient has the type itself, fields marked `#[no_grad]`
+/// (and discrete fields) keep their value:
+///
+/// ```
+/// use deltad::{differentiate, Differentiable};
+///
+/// #[derive(Differentiable, Clone, Debug, PartialEq)]
+/// struct Particle {
+///     position: [f64; 2],
+///     mass: f64,
+///     #[no_grad]
+///     name: String,
+/// }
+///
+/// #[differentiate]
+/// fn kinetic_energy(p: &Particle, velocity: f64) -> f64 {
+///     0.5 * p.mass * velocity * velocity
+/// }
+///
+/// # fn main() {
+/// let p = Particle { position: [0.0, 1.0], mass: 2.0, name: "a".into() };
+/// let g = kinetic_energy::grad(&p, 3.0);
+/// assert_eq!(g.p, Particle { position: [0.0, 0.0], mass: 4.5, name: "a".into() });
+/// assert_eq!(g.velocity, 6.0);
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a differentiable type",
     label = "deltad cannot differentiate through this type",

@@ -6,6 +6,9 @@
 //! the items under `__private` exist for the code `#[differentiate]` generates.
 
 #![warn(missing_docs)]
+// Every `unsafe` block states why it is sound (`// SAFETY: ...`), every
+// `unsafe fn` its contract (`# Safety`).
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod accumulate;
 mod check;
@@ -15,6 +18,9 @@ mod custom;
 mod differentiable;
 mod dual;
 mod forward;
+mod graph;
+#[cfg(any(feature = "nalgebra", feature = "ndarray"))]
+mod linalg;
 mod loops;
 mod math;
 mod ops;
@@ -29,12 +35,82 @@ mod wrapper;
 pub use check::{DerivativeCheck, Mismatch};
 pub use differentiable::{Differentiable, DualOf, GradElement, IntoDual};
 pub use dual::Dual;
+pub use graph::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
 pub use math::IntoReal;
 pub use pool::release_pooled_tapes;
 pub use real::Real;
 pub use scalar::{Primitive, Scalar};
 pub use tape::{DeltaId, Tape, TapeStats};
 pub use vector::{dot, log_sum_exp, sum};
+
+/// nalgebra's `DVector`, `DMatrix` and `SMatrix` (`SVector`, `Vector3`, ...)
+/// as differentiated values (cargo feature `nalgebra`, nalgebra 0.35).
+///
+/// A parameter of type `DVector<f64>`, `DMatrix<f64>` or `SMatrix<f64, R, C>`
+/// (by value or by reference) is differentiated; its `Grad` field has the
+/// same type. Functions may also return these types (`vjp`, `jacobian`,
+/// `jvp`). In the recording pass the value is a [`MatrixTwin`] of dual
+/// values, which supports the common operations with nalgebra's own syntax:
+///
+/// | operation | recorded as |
+/// |---|---|
+/// | `a.dot(&b)`, `a.norm()`, `a.norm_squared()` (`magnitude`, `magnitude_squared`), `a.sum()`, `a.mean()` | one binding with a term per element |
+/// | `&m * &v`, `&a * &b` (matrix-vector and matrix-matrix products), `a.tr_mul(&b)` | one binding per element of the result |
+/// | `a + b`, `a - b`, `-a`, `a * k`, `k * a`, `a / k`, `a.scale(k)`, `a.component_mul(&b)`, `a.component_div(&b)`, `a.cross(&b)`, `a.normalize()`, `+=`, `-=`, `*=` | one binding per element |
+/// | `v[i]`, `m[(i, j)]`, `a.iter()`, `a.map(f)`, `a.len()`, `a.nrows()`, `a.ncols()`, `a.shape()`, `a.transpose()`, `a.clone()` | nothing (the elements are dual values) |
+///
+/// Operands may mix dual twins and plain nalgebra values (constants), by
+/// value or by reference; both sides of a product or sum must have the same
+/// dimension types (`Dyn` with `Dyn`, `Const<N>` with `Const<N>`).
+/// The twins of static matrices are `Copy`, as nalgebra's are. Other
+/// methods are compile errors that name the supported ones. Constructing
+/// nalgebra values from dual values inside a differentiated function
+/// (`DVector::from_vec(vec![x, y])`) is a compile error: nalgebra's element
+/// types must be `'static`. Views (`DVectorView`) work as constant operands;
+/// a differentiated view parameter is a compile error.
+///
+/// This module also re-exports nalgebra itself, so `deltad::nalgebra::DVector`
+/// is the type deltad supports, whatever nalgebra version a crate uses
+/// elsewhere.
+#[cfg(feature = "nalgebra")]
+pub mod nalgebra {
+    #[doc(inline)]
+    pub use crate::linalg::nalgebra::*;
+    #[doc(no_inline)]
+    pub use ::nalgebra::*;
+}
+
+/// ndarray's `Array1` and `Array2` as differentiated values (cargo feature
+/// `ndarray`, ndarray 0.17).
+///
+/// A parameter of type `Array1<f64>` or `Array2<f64>` (by value or by
+/// reference) is differentiated; its `Grad` field has the same type.
+/// Functions may also return these types (`vjp`, `jacobian`, `jvp`). In the
+/// recording pass the value is an [`Array1Twin`] / [`Array2Twin`] of dual
+/// values, which supports the common operations with ndarray's own syntax:
+///
+/// | operation | recorded as |
+/// |---|---|
+/// | `a.dot(&b)` (vector·vector, matrix·vector, vector·matrix, matrix·matrix), `a.sum()`, `a.mean()` | one binding per real of the result, with a term per element involved |
+/// | `a + b`, `a - b`, `a * b`, `a / b` (element-wise, same shape), the same with a scalar on either side, `-a`, `+=`, `-=`, `*=` | one binding per element |
+/// | `a[i]`, `m[[i, j]]`, `m[(i, j)]`, `a.iter()`, `a.map(f)`, `a.len()`, `m.nrows()`, `m.ncols()`, `m.dim()`, `m.t()`, `a.clone()` | nothing (the elements are dual values) |
+///
+/// Operands may mix dual twins and plain ndarray arrays or views (constants;
+/// `x.dot(&w)` with a constant `x` works too), by value or by reference.
+/// Not supported: broadcasting (operands of an element-wise operation must
+/// have the same shape), arrays of other dimensions, `ArrayView`
+/// *parameters* that are differentiated (pass `&Array1<f64>`; views are fine
+/// as constant data), and building arrays from dual values inside a
+/// differentiated function (`Array1::from_vec(vec![x, y])`).
+///
+/// This module also re-exports ndarray itself (`deltad::ndarray::Array1`).
+#[cfg(feature = "ndarray")]
+pub mod ndarray {
+    #[doc(inline)]
+    pub use crate::linalg::ndarray::*;
+    #[doc(no_inline)]
+    pub use ::ndarray::*;
+}
 
 /// Items used by generated code only. Not part of the API: no semver promise.
 #[doc(hidden)]
@@ -49,6 +125,7 @@ pub mod __private {
     pub use crate::differentiable::{into_dual, Differentiable, DualOf, GradElement, IntoDual};
     pub use crate::dual::Dual;
     pub use crate::forward::{dual_constant, forward_tangent, forward_value, split_duals, Seeds};
+    pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
     pub use crate::math::{constant_rules, multi_rules, unary_rules, IntoReal};
     pub use crate::preaccumulate::{Poison, Preaccumulator};
@@ -61,4 +138,13 @@ pub mod __private {
         sweep_from, GradReader,
     };
     pub use std::borrow::Cow;
+
+    /// Traits the generated code has in scope: methods of plain values of
+    /// other crates (constants) called with dual arguments (`c.dot(&v)`).
+    pub mod methods {
+        #[cfg(feature = "nalgebra")]
+        pub use crate::linalg::nalgebra::ConstantMatrixMethods as _;
+        #[cfg(feature = "ndarray")]
+        pub use crate::linalg::ndarray::ConstantArrayMethods as _;
+    }
 }

@@ -116,7 +116,10 @@ impl<S: Scalar> LoopData<S> {
         );
         (0..n).rev().map(move |i| {
             // SAFETY: `i < n`, and the assertion above gives room for `n`
-            // iterations of `NS` slots and `NE` ids.
+            // iterations of `NS` slots and `NE` ids, so both ranges are in
+            // bounds; `[T; N]` has the layout and alignment of `N`
+            // consecutive `T`s; the borrows are shared, of `slots` and
+            // `elements`, which outlive the iterator.
             unsafe {
                 (
                     &*slots.as_ptr().add(i * NS).cast::<[S; NS]>(),

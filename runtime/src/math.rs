@@ -213,13 +213,16 @@ pub mod multi_rules {
     use super::{k, lit};
     use crate::scalar::{Primitive, Scalar};
 
-    /// `x^n`; derivative `n x^(n-1)`.
+    /// `x^n`; derivative `n x^(n-1)` (0 for `n == 0`, also at `x = 0`
+    /// where `0 · 0^-1` would be NaN: `x^0` is the constant 1).
     #[inline(always)]
     pub fn powi<S: Scalar>(x: S, n: i32) -> (S, S) {
-        (
-            x.powi(n),
-            lit::<S>(f64::from(n)) * x.powi(n.wrapping_sub(1)),
-        )
+        let derivative = if n == 0 {
+            S::zero()
+        } else {
+            lit::<S>(f64::from(n)) * x.powi(n.wrapping_sub(1))
+        };
+        (x.powi(n), derivative)
     }
 
     /// Degrees from radians.
@@ -244,10 +247,15 @@ pub mod multi_rules {
         (y, e * x.powf(e - S::one()), d_e)
     }
 
-    /// `atan2(y, x)`; partials `x / (x² + y²)` and `-y / (x² + y²)`.
+    /// `atan2(y, x)`; partials `x / (x² + y²)` and `-y / (x² + y²)`, 0 at
+    /// the origin (like `hypot`; 0/0 there would turn the whole gradient
+    /// into NaN even where the angle's inputs have zero derivative).
     #[inline(always)]
     pub fn atan2<S: Scalar>(y: S, x: S) -> (S, S, S) {
         let squared_norm = x * x + y * y;
+        if squared_norm.is_zero() {
+            return (y.atan2(x), S::zero(), S::zero());
+        }
         (y.atan2(x), x / squared_norm, -y / squared_norm)
     }
 

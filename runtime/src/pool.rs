@@ -65,6 +65,22 @@ pub(crate) fn with_pooled_tape<S, R>(
 /// type). Gradient calls keep their tape's buffers, up to 1 GiB per tape,
 /// so that later calls allocate nothing; call this after a large gradient
 /// that will not be repeated soon to return that memory.
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn total(x: &[f64]) -> f64 {
+///     let mut s = 0.0;
+///     for v in x {
+///         s += v.sin();
+///     }
+///     s
+/// }
+///
+/// let big = vec![0.1; 1_000_000];
+/// let g = total::grad(&big); // the thread now keeps this tape for reuse
+/// deltad::release_pooled_tapes(); // give the memory back
+/// assert_eq!(g.x.len(), big.len());
+/// ```
 pub fn release_pooled_tapes() {
     fn release<S>(pool: &'static LocalKey<Pool<S>>) {
         let _ = pool.try_with(|tapes| tapes.borrow_mut().clear());

@@ -17,6 +17,21 @@ use crate::tape::{DeltaId, Tape};
 /// The generated code uses `Real` where the user's code has `f64`/`f32` that
 /// depend on a differentiated input. Arithmetic and the `f64` methods are
 /// overloaded, so the user's code runs unchanged on it.
+///
+/// ```
+/// use deltad::{Real, Tape};
+///
+/// let tape = Tape::<f64>::new();
+/// let x = Real::input(&tape, 0.5);
+/// let c = Real::constant(2.0); // no tape: never recorded
+/// let y = (c * x).exp();
+/// assert_eq!(y.value(), 1.0_f64.exp());
+/// assert!(y.is_active() && !c.is_active());
+///
+/// let mut adjoints = Vec::new();
+/// tape.gradient_into(y.id(), 1.0, &mut adjoints);
+/// assert_eq!(adjoints[0], 2.0 * 1.0_f64.exp()); // d/dx e^(2x) at 0.5
+/// ```
 #[derive(Clone, Copy)]
 pub struct Real<'t, S> {
     pub(crate) value: S,

@@ -187,6 +187,18 @@ pub trait Scalar:
 }
 
 /// The machine floats at the bottom of every scalar: `f64` and `f32`.
+///
+/// A function is differentiated in the precision it is written in:
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn cube(x: f32) -> f32 {
+///     x * x * x
+/// }
+///
+/// let g: f32 = cube::grad(2.0).x;
+/// assert_eq!(g, 12.0);
+/// ```
 pub trait Primitive: Scalar<Prim = Self> + Default + 'static {
     /// 0.
     const ZERO: Self;

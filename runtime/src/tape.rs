@@ -27,7 +27,20 @@ use crate::loops::LoopData;
 use crate::real::Real;
 use crate::scalar::Scalar;
 
-/// The index of a binding on a tape.
+/// The index of a binding on a tape: bindings are named by their position,
+/// which makes the paper's `Let` implicit. [`Real::id`](crate::Real::id)
+/// gives a dual value's binding (none for a constant).
+///
+/// ```
+/// use deltad::{Real, Tape};
+///
+/// let tape = Tape::<f64>::new();
+/// let x = Real::input(&tape, 1.0);
+/// let y = x * 2.0;
+/// assert_eq!(x.id().unwrap().index(), 0);
+/// assert_eq!(y.id().unwrap().index(), 1);
+/// assert_eq!(Real::<f64>::constant(5.0).id(), None);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 #[repr(transparent)]
 pub struct DeltaId(pub(crate) u32);
@@ -104,7 +117,7 @@ impl<S> InputBuffers<S> {
             }
         }
         // Nothing allocated (or a zero-sized element type): nothing to keep.
-        // SAFETY: `buffer` is not used again.
+        // SAFETY: `buffer` was not dropped before and is not used again.
         unsafe { core::mem::ManuallyDrop::drop(&mut buffer) };
     }
 }
@@ -372,6 +385,31 @@ impl<S> SpecialKind<S> {
     }
 }
 
+/// One binding read back from a tape (`Tape::views`): its terms as
+/// (coefficient, argument) pairs, inline and collected ones alike, and what
+/// more it is if it is a special binding.
+pub(crate) struct BindingView<S> {
+    pub(crate) terms: Vec<(S, u32)>,
+    pub(crate) special: Option<SpecialView>,
+}
+
+/// What a special binding is, read back: the bindings it reads and the
+/// number of output bindings that follow it (for loops and calls).
+pub(crate) enum SpecialView {
+    /// A sum collected over a loop; `collected` of its terms were collected.
+    Accumulated { collected: usize },
+    /// A loop recorded as a whole.
+    Loop {
+        iterations: usize,
+        reads: Vec<u32>,
+        outputs: usize,
+    },
+    /// A checkpointed loop.
+    CheckpointedLoop { reads: Vec<u32>, outputs: usize },
+    /// A checkpointed call.
+    CheckpointedCall { reads: Vec<u32>, outputs: usize },
+}
+
 /// Writes the terms of one binding straight into the tape's buffers (see
 /// `Bindings::open`). Holding the buffer pointers in locals lets the compiler
 /// keep them in registers across the writes.
@@ -451,6 +489,26 @@ fn tape_full() -> ! {
 /// were recorded on, so ordinary operator syntax records bindings. A tape is
 /// therefore shared (`&Tape`) while recording and appends through interior
 /// mutability; it is `!Sync`, so it never leaves its thread while borrowed.
+///
+/// `#[differentiate]` manages tapes for you. Used by hand, a tape records
+/// whatever arithmetic runs on its [`Real`](crate::Real)s, and
+/// [`Tape::gradient_into`] (the paper's `eval`) differentiates it:
+///
+/// ```
+/// use deltad::{Real, Tape};
+///
+/// let tape = Tape::<f64>::new();
+/// let x = Real::input(&tape, 3.0);
+/// let y = Real::input(&tape, 2.0);
+/// let z = x * y + x.sin(); // two inputs, three bindings: x·y, sin x, the sum
+/// assert_eq!(tape.stats().bindings, 5);
+///
+/// let mut adjoints = Vec::new();
+/// tape.gradient_into(z.id(), 1.0, &mut adjoints);
+/// let (dx, dy) = (adjoints[x.id().unwrap().index()], adjoints[y.id().unwrap().index()]);
+/// assert_eq!(dx, 2.0 + 3.0_f64.cos()); // ∂z/∂x = y + cos x
+/// assert_eq!(dy, 3.0); // ∂z/∂y = x
+/// ```
 pub struct Tape<S> {
     bindings: UnsafeCell<Bindings<S>>,
     /// For forward mode: every value is a constant (its dual-number value
@@ -476,6 +534,25 @@ impl<S> fmt::Debug for Tape<S> {
 }
 
 /// Sizes of a tape, for measuring memory claims.
+///
+/// Every `#[differentiate]` function `f` has `f::tape_stats(args)`, which
+/// records `f` once and reports what the reverse sweep would need:
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn norm2(x: &[f64]) -> f64 {
+///     let mut s = 0.0;
+///     for i in 0..x.len() {
+///         s += x[i] * x[i];
+///     }
+///     s
+/// }
+///
+/// let stats = norm2::tape_stats(&[1.0, 2.0, 3.0]);
+/// // three inputs and one binding for the whole sum, with a term per element
+/// assert_eq!((stats.bindings, stats.inputs, stats.terms), (4, 3, 3));
+/// assert!(stats.bytes_used <= stats.bytes_reserved);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TapeStats {
     /// Bindings recorded, inputs included.
@@ -592,6 +669,77 @@ impl<S> Tape<S> {
                 | SpecialKind::CheckpointedCall(_) => Vec::new(),
             });
         inline.chain(external).collect()
+    }
+
+    /// Every binding as it was recorded, for reading the tape back (the
+    /// tape graph, `graph.rs`): copies, so recording may go on meanwhile.
+    pub(crate) fn views(&self) -> Vec<BindingView<S>>
+    where
+        S: Scalar,
+    {
+        let b = self.read();
+        let mut views: Vec<BindingView<S>> = (0..b.ends.len())
+            .map(|i| {
+                let start = if i == 0 { 0 } else { b.ends[i - 1] as usize };
+                let end = b.ends[i] as usize;
+                BindingView {
+                    terms: (start..end).map(|k| (b.coefs[k], b.args[k])).collect(),
+                    special: None,
+                }
+            })
+            .collect();
+        for special in &b.specials {
+            let marker = special.binding;
+            // Ids read by a special binding: earlier bindings only (`NO_ID`
+            // marks constants), each once.
+            let reads = |ids: &[u32]| {
+                let mut reads: Vec<u32> = ids.iter().copied().filter(|&id| id < marker).collect();
+                reads.sort_unstable();
+                reads.dedup();
+                reads
+            };
+            let view = &mut views[marker as usize];
+            match &special.kind {
+                SpecialKind::Terms { coefs, args } => {
+                    view.terms
+                        .extend(coefs.iter().copied().zip(args.iter().copied()));
+                    view.special = Some(SpecialView::Accumulated {
+                        collected: args.len(),
+                    });
+                }
+                SpecialKind::Loop { data, .. } => {
+                    // The outputs come first in `ids`, numbered from the
+                    // binding after the marker; the loop's state inputs that
+                    // follow are earlier bindings, so the count is exact.
+                    let outputs = data
+                        .ids
+                        .iter()
+                        .enumerate()
+                        .take_while(|&(k, &id)| id as usize == marker as usize + 1 + k)
+                        .count();
+                    view.special = Some(SpecialView::Loop {
+                        iterations: data.iterations(),
+                        reads: reads(&data.ids[outputs..]),
+                        outputs,
+                    });
+                }
+                SpecialKind::Checkpointed(data) => {
+                    let inputs = data.input_ids();
+                    view.special = Some(SpecialView::CheckpointedLoop {
+                        reads: reads(inputs),
+                        outputs: data.sizes().1 - inputs.len(),
+                    });
+                }
+                SpecialKind::CheckpointedCall(data) => {
+                    let inputs = data.input_ids();
+                    view.special = Some(SpecialView::CheckpointedCall {
+                        reads: reads(inputs),
+                        outputs: data.sizes().1 - inputs.len(),
+                    });
+                }
+            }
+        }
+        views
     }
 
     /// Records a new input (a `Var` with no terms).

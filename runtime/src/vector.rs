@@ -178,6 +178,17 @@ fn log_sum_exp_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
 /// In a `#[differentiate]` function this records a single binding (one
 /// term per differentiated element) however long the slice is; elsewhere it
 /// is an ordinary sum, left to right.
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn mean(x: &[f64]) -> f64 {
+///     deltad::sum(x) / x.len() as f64
+/// }
+///
+/// assert_eq!(deltad::sum(&[1.0, 2.0, 3.0]), 6.0);
+/// assert_eq!(mean::grad(&[1.0, 2.0, 3.0, 4.0]).x, vec![0.25; 4]);
+/// assert_eq!(mean::tape_stats(&[1.0; 100]).bindings, 102); // inputs, the sum, the division
+/// ```
 pub fn sum<P: Primitive>(values: &[P]) -> P {
     sum_of(values.len(), |i| values[i])
 }
@@ -185,6 +196,17 @@ pub fn sum<P: Primitive>(values: &[P]) -> P {
 /// The dot product Σ a_i b_i, as one binding with a term per element.
 ///
 /// Panics if the slices differ in length.
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn score(w: &[f64], #[no_grad] x: &[f64]) -> f64 {
+///     deltad::dot(w, x)
+/// }
+///
+/// let x = [1.0, -2.0, 0.5];
+/// assert_eq!(score(&[1.0, 1.0, 1.0], &x), -0.5);
+/// assert_eq!(score::grad(&[1.0, 1.0, 1.0], &x).w, x.to_vec()); // ∂(w·x)/∂w = x
+/// ```
 pub fn dot<P: Primitive>(a: &[P], b: &[P]) -> P {
     assert_same_length(a.len(), b.len());
     dot_of(a.len(), |i| a[i], |i| b[i])
@@ -194,6 +216,18 @@ pub fn dot<P: Primitive>(a: &[P], b: &[P]) -> P {
 /// binding whose terms are the softmax weights exp(v_i - value).
 ///
 /// An empty slice gives -∞.
+///
+/// ```
+/// #[deltad::differentiate]
+/// fn lse(v: &[f64]) -> f64 {
+///     deltad::log_sum_exp(v)
+/// }
+///
+/// let v = [1000.0, 1000.0]; // no overflow: shifted by the largest element
+/// assert!((lse(&v) - (1000.0 + 2.0_f64.ln())).abs() < 1e-12);
+/// // the softmax weights, exp(v_i - value): 1/2 up to the rounding of value
+/// assert!(lse::grad(&v).v.iter().all(|w| (w - 0.5).abs() < 1e-12));
+/// ```
 pub fn log_sum_exp<P: Primitive>(values: &[P]) -> P {
     log_sum_exp_of(values.len(), |i| values[i])
 }

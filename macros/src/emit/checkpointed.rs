@@ -29,10 +29,12 @@ use crate::signature::{ParamKind, Passing};
 
 impl Generator<'_> {
     /// True if calls of this function can be checkpointed: no `&mut`
-    /// results (a re-run would repeat their effect) and no function
-    /// parameters.
+    /// results (a re-run would repeat their effect), no function
+    /// parameters, and no constants that borrow (they cannot be kept).
     pub(super) fn has_checkpointed(&self) -> bool {
-        !self.signature.takes_functions() && !self.has_in_out()
+        !self.signature.takes_functions()
+            && !self.has_in_out()
+            && !self.signature.keeps_borrowed_constants()
     }
 
     pub(super) fn checkpointed(&self, stub: bool) -> TokenStream {

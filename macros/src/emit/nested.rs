@@ -103,8 +103,8 @@ impl Generator<'_> {
         quote! {
             #[doc(hidden)]
             pub fn #name<#lifetime, #(#user_generics,)* #scalar: ::deltad::__private::Scalar<Prim = #prim> + #lifetime #(, #generics)*>(
-                #tape: &#lifetime ::deltad::__private::Tape<#scalar>,
-                #(#params),*
+                #tape: &#lifetime ::deltad::__private::Tape<#scalar>
+                #(, #params)*
                 #extra
             ) -> #ret #where_clause {
                 #body

@@ -121,6 +121,16 @@ impl Generator<'_> {
              recomputation uses). For measuring memory."
         );
         let stats_body = body(self.evaluation_stats());
+        let graph_fn = Ident::new(items::TAPE_GRAPH_FN, Span::call_site());
+        let graph_doc = format!(
+            "The tape one recording pass of `{fn_name}` makes on the given arguments, as a \
+             graph: a node per Delta binding with its coefficients (the local partial \
+             derivatives), an edge per dependency, the inputs labelled with their parameter \
+             (`x[3]`) and the outputs marked; for a real-valued result, each node's adjoint \
+             too.\n\nPrint it for a listing of the bindings, or export it with `to_dot()` for \
+             Graphviz (`dot -Tsvg`)."
+        );
+        let graph_body = body(self.evaluation_graph());
         quote! {
             #check
 
@@ -128,6 +138,11 @@ impl Generator<'_> {
             #[inline]
             pub fn #stats_fn #generics (#(#params),*) -> ::deltad::__private::TapeStats #where_clause {
                 #stats_body
+            }
+
+            #[doc = #graph_doc]
+            pub fn #graph_fn #generics (#(#params),*) -> ::deltad::__private::TapeGraph #where_clause {
+                #graph_body
             }
 
             #scalar_wrappers
@@ -577,6 +592,76 @@ impl Generator<'_> {
                 #(#prepare)*
                 let _ = #record_fn(#tape, #(#record_args),*);
                 #tape.stats()
+            })
+        }
+    }
+
+    /// The tape after one recording pass, as a graph: each parameter's
+    /// inputs labelled with its name, the results' reals marked as outputs.
+    fn evaluation_graph(&self) -> TokenStream {
+        let prim = &self.prim;
+        let tape = &self.names.tape;
+        let adjoints = self.names.local("adjoints");
+        let reader = self.names.local("reader");
+        let output = self.names.local("output");
+        let results = self.names.local("results");
+        let labels = self.names.local("labels");
+        let leaves = self.names.local("leaves");
+        let record_fn = Ident::new(items::RECORD_FN, Span::call_site());
+        let mut inputs = self.inputs(&reader);
+        let (bind, _, _) = self.results(
+            &output,
+            &mut inputs,
+            &quote!(::deltad::__private::output_value),
+        );
+        let Inputs {
+            prepare,
+            record_args,
+            recycle,
+            ..
+        } = inputs;
+        // Each differentiated parameter makes its inputs in one statement,
+        // in parameter order: the tape's length around it gives its ids.
+        let active: Vec<_> = (self.signature.params.iter())
+            .filter(|param| param.kind.is_active())
+            .collect();
+        let prepare: Vec<TokenStream> = if active.len() == prepare.len() {
+            let start = self.names.local("start");
+            active
+                .iter()
+                .zip(prepare)
+                .map(|(param, statement)| {
+                    let name = syn::ext::IdentExt::unraw(&param.name).to_string();
+                    let indexed = !matches!(param.kind, ParamKind::Real);
+                    quote! {
+                        let #start = #tape.len();
+                        #statement
+                        #labels.push(::deltad::__private::InputLabel {
+                            name: #name,
+                            bindings: #start..#tape.len(),
+                            indexed: #indexed,
+                        });
+                    }
+                })
+                .collect()
+        } else {
+            prepare
+        };
+        let fn_name = self.fn_name();
+        let results_type = self.results_type();
+        quote! {
+            <#prim as ::deltad::__private::Scalar>::with_tape(|#tape, #adjoints| {
+                let _ = &#adjoints;
+                #[allow(unused_mut)]
+                let mut #labels: ::std::vec::Vec<::deltad::__private::InputLabel<'static>> =
+                    ::std::vec::Vec::new();
+                #(#prepare)*
+                let #output = #record_fn(#tape, #(#record_args),*);
+                #(#recycle)*
+                #bind
+                let #leaves =
+                    ::deltad::__private::output_leaves::<#prim, #results_type>(&#results);
+                ::deltad::__private::TapeGraph::from_tape(#tape, #fn_name, &#labels, &#leaves)
             })
         }
     }
