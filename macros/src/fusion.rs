@@ -485,6 +485,10 @@ impl Rewriter<'_> {
                         Some(replacement) => Some(replacement),
                         None => self.whole_loop(stmt),
                     };
+                    // A statement the run does not fuse may shadow or assign
+                    // any name: the leaves the run has evaluated are stale
+                    // (found by the fuzzer, see tests/fuzz_regressions.rs).
+                    run.forget_pure_leaves();
                     if let Some(replacement) = replacement {
                         let target = if run.is_empty() {
                             &mut out

@@ -1,0 +1,481 @@
+//! Prints a `Program` as a Rust module: the `#[differentiate]` functions and
+//! a `run` function that checks the entry function at random points through
+//! the generated crate's `check` module.
+
+use crate::ast::*;
+
+/// The module source of one program.
+pub fn program(p: &Program) -> String {
+    let mut w = Writer::default();
+    w.line("#![allow(unused, unreachable_code, clippy::all)]");
+    w.line("use crate::check::{check_point, Outcome, Rng};");
+    w.line("use deltad::differentiate;");
+    if p.uses_struct {
+        w.line("use deltad::Differentiable;");
+        w.line("");
+        w.line("#[derive(Differentiable, Clone, Debug)]");
+        w.line("pub struct Pt {");
+        w.line("    pub a: f64,");
+        w.line("    pub b: f64,");
+        w.line("}");
+    }
+    for f in &p.funcs {
+        w.line("");
+        func(&mut w, f);
+    }
+    w.line("");
+    run(&mut w, p.entry());
+    w.out
+}
+
+/// The functions alone (for reproducers).
+pub fn functions(p: &Program) -> String {
+    let mut w = Writer::default();
+    if p.uses_struct {
+        w.line("#[derive(Differentiable, Clone, Debug)]");
+        w.line("pub struct Pt {");
+        w.line("    pub a: f64,");
+        w.line("    pub b: f64,");
+        w.line("}");
+        w.line("");
+    }
+    for f in &p.funcs {
+        func(&mut w, f);
+        w.line("");
+    }
+    w.out
+}
+
+#[derive(Default)]
+struct Writer {
+    out: String,
+    indent: usize,
+}
+
+impl Writer {
+    fn line(&mut self, text: &str) {
+        if !text.is_empty() {
+            for _ in 0..self.indent {
+                self.out.push_str("    ");
+            }
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+}
+
+fn param_decl(p: &Param) -> String {
+    match p.ty {
+        ParamTy::Real => format!("{}: f64", p.name),
+        ParamTy::NoGradReal => format!("#[no_grad] {}: f64", p.name),
+        ParamTy::Slice(_) => format!("{}: &[f64]", p.name),
+        ParamTy::Int(_) => format!("{}: usize", p.name),
+        ParamTy::Struct => format!("{}: &Pt", p.name),
+    }
+}
+
+fn func(w: &mut Writer, f: &Func) {
+    let params: Vec<String> = f.params.iter().map(param_decl).collect();
+    w.line("#[differentiate]");
+    w.line(&format!(
+        "pub fn {}({}) -> f64 {{",
+        f.name,
+        params.join(", ")
+    ));
+    w.indent += 1;
+    block(w, &f.body);
+    w.line(&expr(&f.ret));
+    w.indent -= 1;
+    w.line("}");
+}
+
+fn block(w: &mut Writer, stmts: &[Stmt]) {
+    for s in stmts {
+        stmt(w, s);
+    }
+}
+
+fn braced(w: &mut Writer, head: &str, body: &[Stmt], tail: &str) {
+    w.line(&format!("{head} {{"));
+    w.indent += 1;
+    block(w, body);
+    w.indent -= 1;
+    w.line(&format!("}}{tail}"));
+}
+
+fn op_str(op: AssignOp) -> &'static str {
+    match op {
+        AssignOp::Set => "=",
+        AssignOp::Add => "+=",
+        AssignOp::Sub => "-=",
+        AssignOp::Mul => "*=",
+        AssignOp::Div => "/=",
+    }
+}
+
+fn stmt(w: &mut Writer, s: &Stmt) {
+    match s {
+        Stmt::Let {
+            name,
+            mutable,
+            annotate,
+            value,
+        } => {
+            let m = if *mutable { "mut " } else { "" };
+            let ty = if *annotate || value.is_literal_typed() {
+                ": f64"
+            } else {
+                ""
+            };
+            w.line(&format!("let {m}{name}{ty} = {};", expr(value)));
+        }
+        Stmt::LetBuf {
+            name,
+            len,
+            fill,
+            annotate,
+        } => {
+            if *annotate {
+                w.line(&format!(
+                    "let mut {name}: Vec<f64> = vec![{}; {len}];",
+                    constant(*fill)
+                ));
+            } else {
+                w.line(&format!("let mut {name} = vec![{:?}_f64; {len}];", fill));
+            }
+        }
+        Stmt::LetStruct { name, a, b } => {
+            w.line(&format!(
+                "let {name} = Pt {{ a: {}, b: {} }};",
+                expr(a),
+                expr(b)
+            ));
+        }
+        Stmt::LetClosure { name, param, body } => {
+            let body = if body.is_literal_typed() {
+                format!("({} as f64)", expr(body))
+            } else {
+                expr(body)
+            };
+            w.line(&format!("let {name} = |{param}: f64| {body};"));
+        }
+        Stmt::Assign { name, op, value } => {
+            w.line(&format!("{name} {} {};", op_str(*op), expr(value)));
+        }
+        Stmt::BufAssign {
+            name,
+            index,
+            op,
+            value,
+        } => {
+            // The index is computed first: `b[i % b.len()] op= v` does not
+            // compile once deltad makes the elements dual values (reported
+            // by this fuzzer; see tests/fuzz_regressions/known_rejections.md).
+            w.line("{");
+            w.line(&format!("    let at = {} % {name}.len();", iexpr(index)));
+            w.line(&format!("    {name}[at] {} {};", op_str(*op), expr(value)));
+            w.line("}");
+        }
+        Stmt::If { cond: c, then, els } => {
+            if els.is_empty() {
+                braced(w, &format!("if {}", cond(c)), then, "");
+            } else {
+                braced(w, &format!("if {}", cond(c)), then, " else {");
+                w.indent += 1;
+                block(w, els);
+                w.indent -= 1;
+                w.line("}");
+            }
+        }
+        Stmt::Match { scrut, arms } => {
+            w.line(&format!("match {} % {} {{", iexpr(scrut), arms.len()));
+            w.indent += 1;
+            for (i, arm) in arms.iter().enumerate() {
+                let pat = if i + 1 == arms.len() {
+                    "_".to_string()
+                } else {
+                    i.to_string()
+                };
+                braced(w, &format!("{pat} =>"), arm, "");
+            }
+            w.indent -= 1;
+            w.line("}");
+        }
+        Stmt::For {
+            var,
+            count,
+            attr,
+            body,
+        } => {
+            match attr {
+                LoopAttr::None => {}
+                LoopAttr::Checkpoint => w.line("#[checkpoint]"),
+                LoopAttr::Preaccumulate => w.line("#[preaccumulate]"),
+            }
+            let n = match count {
+                Count::Lit(n) => n.to_string(),
+                Count::Len(s) => format!("{s}.len()"),
+            };
+            braced(w, &format!("for {var} in 0..{n}"), body, "");
+        }
+        Stmt::ForSlice {
+            elem,
+            index,
+            slice,
+            body,
+        } => {
+            let head = match index {
+                Some(j) => format!("for ({j}, &{elem}) in {slice}.iter().enumerate()"),
+                None => format!("for &{elem} in {slice}.iter()"),
+            };
+            braced(w, &head, body, "");
+        }
+        Stmt::While {
+            counter,
+            limit,
+            body,
+        } => {
+            w.line(&format!("let mut {counter} = 0;"));
+            w.line(&format!("while {counter} < {limit} {{"));
+            w.indent += 1;
+            w.line(&format!("{counter} += 1;"));
+            block(w, body);
+            w.indent -= 1;
+            w.line("}");
+        }
+        Stmt::Loop {
+            counter,
+            limit,
+            body,
+        } => {
+            w.line(&format!("let mut {counter} = 0;"));
+            w.line("loop {");
+            w.indent += 1;
+            w.line(&format!("{counter} += 1;"));
+            w.line(&format!("if {counter} > {limit} {{"));
+            w.line("    break;");
+            w.line("}");
+            block(w, body);
+            w.indent -= 1;
+            w.line("}");
+        }
+        Stmt::Break => w.line("break;"),
+        Stmt::Continue => w.line("continue;"),
+        Stmt::Return(e) => w.line(&format!("return {};", expr(e))),
+    }
+}
+
+fn constant(c: f64) -> String {
+    if c < 0.0 || (c == 0.0 && c.is_sign_negative()) {
+        format!("({c:?})")
+    } else {
+        format!("{c:?}")
+    }
+}
+
+pub fn iexpr(e: &IExpr) -> String {
+    match e {
+        IExpr::Lit(n) => n.to_string(),
+        IExpr::Var(v) => v.clone(),
+        IExpr::Add(a, n) => format!("({} + {n})", iexpr(a)),
+    }
+}
+
+fn cmp_str(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "<",
+        CmpOp::Gt => ">",
+        CmpOp::Le => "<=",
+        CmpOp::Ge => ">=",
+    }
+}
+
+pub fn cond(c: &Cond) -> String {
+    match c {
+        Cond::Cmp(op, a, b) => format!("{} {} {}", expr(a), cmp_str(*op), expr(b)),
+        Cond::ICmp(op, a, b) => format!("{} {} {}", iexpr(a), cmp_str(*op), iexpr(b)),
+        Cond::Not(a) => format!("!({})", cond(a)),
+        Cond::And(a, b) => format!("({} && {})", cond(a), cond(b)),
+        Cond::Or(a, b) => format!("({} || {})", cond(a), cond(b)),
+    }
+}
+
+/// A method call on `recv`: path style when asked, or when the receiver is
+/// an untyped literal expression (a method call on `{float}` is ambiguous).
+fn method(name: &str, recv: &Expr, args: &[String], style: Style) -> String {
+    if style == Style::Path || recv.is_literal_typed() {
+        let mut all = vec![expr(recv)];
+        all.extend(args.iter().cloned());
+        format!("f64::{name}({})", all.join(", "))
+    } else {
+        format!("{}.{name}({})", expr(recv), args.join(", "))
+    }
+}
+
+pub fn expr(e: &Expr) -> String {
+    match e {
+        Expr::Const(c) => constant(*c),
+        Expr::Var(v) => v.clone(),
+        Expr::IntAsReal(i) => format!("({} as f64)", iexpr(i)),
+        Expr::Index(s, i) => format!("{s}[{} % {s}.len()]", iexpr(i)),
+        Expr::Field(s, f) => format!("{s}.{f}"),
+        Expr::Neg(a) => format!("(-{})", expr(a)),
+        Expr::Bin(op, a, b) => {
+            let o = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "/",
+            };
+            format!("({} {o} {})", expr(a), expr(b))
+        }
+        Expr::Unary(name, a, style) => method(name, a, &[], *style),
+        Expr::Multi(name, a, args, style) => {
+            let args: Vec<String> = args.iter().map(expr).collect();
+            method(name, a, &args, *style)
+        }
+        Expr::Powi(a, n) => method("powi", a, &[n.to_string()], Style::Method),
+        Expr::SinCos(a, k) => format!("{}.{k}", method("sin_cos", a, &[], Style::Method)),
+        Expr::Call(name, args) => {
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match a {
+                    Arg::Real(e) => expr(e),
+                    Arg::Slice { name, buffer: true } => format!("&{name}"),
+                    Arg::Slice {
+                        name,
+                        buffer: false,
+                    } => name.clone(),
+                })
+                .collect();
+            format!("{name}({})", args.join(", "))
+        }
+        Expr::ClosureCall(name, a) => format!("{name}({})", expr(a)),
+        Expr::IfElse(c, a, b) => {
+            format!("(if {} {{ {} }} else {{ {} }})", cond(c), expr(a), expr(b))
+        }
+        Expr::MatchInt(s, arms) => {
+            let mut text = format!("(match {} % {} {{ ", iexpr(s), arms.len());
+            for (i, arm) in arms.iter().enumerate() {
+                if i + 1 == arms.len() {
+                    text.push_str(&format!("_ => {} ", expr(arm)));
+                } else {
+                    text.push_str(&format!("{i} => {}, ", expr(arm)));
+                }
+            }
+            text.push_str("})");
+            text
+        }
+        Expr::MatchBool(c, a, b) => format!(
+            "(match {} {{ true => {}, false => {} }})",
+            cond(c),
+            expr(a),
+            expr(b)
+        ),
+        Expr::Chain(src, chain) => match chain {
+            Chain::MapSum { v, body } => {
+                format!("{src}.iter().map(|&{v}| {}).sum::<f64>()", expr(body))
+            }
+            Chain::ZipSum { other, v, w, body } => format!(
+                "{src}.iter().zip({other}.iter()).map(|(&{v}, &{w})| {}).sum::<f64>()",
+                expr(body)
+            ),
+            Chain::EnumSum { j, v, body } => format!(
+                "{src}.iter().enumerate().map(|({j}, &{v})| {}).sum::<f64>()",
+                expr(body)
+            ),
+            Chain::Fold { acc, v, init, body } => {
+                let init = if init.is_literal_typed() {
+                    format!("({} as f64)", expr(init))
+                } else {
+                    expr(init)
+                };
+                format!("{src}.iter().fold({init}, |{acc}, &{v}| {})", expr(body))
+            }
+            Chain::Product { v, body } => {
+                format!("{src}.iter().map(|&{v}| {}).product::<f64>()", expr(body))
+            }
+            Chain::FilterSum { threshold, v, body } => format!(
+                "{src}.iter().filter(|{v}| **{v} > {}).map(|&{v}| {}).sum::<f64>()",
+                constant(*threshold),
+                expr(body)
+            ),
+            Chain::Max => format!("{src}.iter().copied().fold(f64::NEG_INFINITY, f64::max)"),
+        },
+    }
+}
+
+/// The harness entry of a program: draws points from the program's seed and
+/// checks `f` at each through `crate::check::check_point`.
+fn run(w: &mut Writer, f: &Func) {
+    // Arguments of `f` built from a flat point `p`, and the `Grad` built from
+    // a flat tangent `s`; the flattening order is the parameter order.
+    let mut args = Vec::new();
+    let mut tangent = Vec::new();
+    let mut flatten = Vec::new();
+    let mut draws = Vec::new();
+    let mut at = 0usize;
+    for p in &f.params {
+        let n = &p.name;
+        match p.ty {
+            ParamTy::Real => {
+                args.push(format!("p[{at}]"));
+                tangent.push(format!("{n}: s[{at}]"));
+                flatten.push(format!("flat.push(g.{n});"));
+                at += 1;
+            }
+            ParamTy::Slice(len) => {
+                args.push(format!("&p[{at}..{}]", at + len));
+                tangent.push(format!("{n}: s[{at}..{}].to_vec()", at + len));
+                flatten.push(format!("flat.extend_from_slice(&g.{n});"));
+                at += len;
+            }
+            ParamTy::Struct => {
+                args.push(format!("&Pt {{ a: p[{at}], b: p[{}] }}", at + 1));
+                tangent.push(format!("{n}: Pt {{ a: s[{at}], b: s[{}] }}", at + 1));
+                flatten.push(format!("flat.push(g.{n}.a);"));
+                flatten.push(format!("flat.push(g.{n}.b);"));
+                at += 2;
+            }
+            ParamTy::Int(bound) => {
+                draws.push(format!("let {n}: usize = rng.below({bound});"));
+                args.push(n.clone());
+            }
+            ParamTy::NoGradReal => {
+                draws.push(format!("let {n}: f64 = rng.uniform(-1.5, 1.5);"));
+                args.push(n.clone());
+            }
+        }
+    }
+    let args = args.join(", ");
+    let name = &f.name;
+    w.line("pub fn run(seed: u64, points: usize, out: &mut Outcome) {");
+    w.indent += 1;
+    w.line("let mut rng = Rng::new(seed);");
+    w.line("for _ in 0..points {");
+    w.indent += 1;
+    for d in &draws {
+        w.line(d);
+    }
+    w.line(&format!("let x = rng.vec({at}, -1.5, 1.5);"));
+    w.line(&format!("let eval = |p: &[f64]| {name}({args});"));
+    w.line(&format!(
+        "let flatten = |g: {name}::Grad| {{ let mut flat: Vec<f64> = Vec::new(); {} flat }};",
+        flatten.join(" ")
+    ));
+    w.line(&format!(
+        "let value_and_grad = |p: &[f64]| {{ let (v, g) = {name}::value_and_grad({args}); (v, flatten(g)) }};"
+    ));
+    w.line(&format!(
+        "let jvp = |p: &[f64], s: &[f64]| {name}::jvp({args}, &{name}::Grad {{ {} }});",
+        tangent.join(", ")
+    ));
+    w.line(&format!(
+        "let vjp = |p: &[f64], t: f64| {{ let (v, g) = {name}::vjp({args}, t); (v, flatten(g)) }};"
+    ));
+    w.line("check_point(&x, &eval, &value_and_grad, &jvp, &vjp, &mut rng, out);");
+    w.indent -= 1;
+    w.line("}");
+    w.indent -= 1;
+    w.line("}");
+}

@@ -1,0 +1,307 @@
+//! Scope and kind checks for edited programs: the shrinker only tries
+//! candidates in which every name is bound with the right kind, assignments
+//! target mutable reals, jumps are inside loops, calls match their callee's
+//! parameters and no buffer is written while it is iterated over.
+
+use crate::ast::*;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Real { mutable: bool },
+    Int,
+    Slice,
+    Buf,
+    Struct,
+    Closure,
+}
+
+struct Env<'p> {
+    vars: Vec<(String, Kind)>,
+    funcs: &'p [Func],
+    loops: usize,
+    frozen: Vec<String>,
+    uses_struct: bool,
+}
+
+/// True when `p` passes the checks.
+pub fn valid(p: &Program) -> bool {
+    let Some(entry) = p.funcs.last() else {
+        return false;
+    };
+    if entry.name != "f"
+        || !entry
+            .params
+            .iter()
+            .any(|q| matches!(q.ty, ParamTy::Real | ParamTy::Slice(_) | ParamTy::Struct))
+    {
+        return false;
+    }
+    for (i, f) in p.funcs.iter().enumerate() {
+        let mut env = Env {
+            vars: Vec::new(),
+            funcs: &p.funcs[..i],
+            loops: 0,
+            frozen: Vec::new(),
+            uses_struct: p.uses_struct,
+        };
+        for q in &f.params {
+            let kind = match q.ty {
+                ParamTy::Real | ParamTy::NoGradReal => Kind::Real { mutable: false },
+                ParamTy::Slice(_) => Kind::Slice,
+                ParamTy::Int(_) => Kind::Int,
+                ParamTy::Struct if p.uses_struct => Kind::Struct,
+                ParamTy::Struct => return false,
+            };
+            env.vars.push((q.name.clone(), kind));
+        }
+        if !env.block(&f.body) || !env.expr(&f.ret) {
+            return false;
+        }
+    }
+    true
+}
+
+impl Env<'_> {
+    fn lookup(&self, name: &str) -> Option<Kind> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, k)| *k)
+    }
+
+    fn is(&self, name: &str, pred: impl Fn(Kind) -> bool) -> bool {
+        self.lookup(name).is_some_and(pred)
+    }
+
+    fn real(&self, name: &str) -> bool {
+        self.is(name, |k| matches!(k, Kind::Real { .. }))
+    }
+
+    fn seq(&self, name: &str) -> bool {
+        self.is(name, |k| matches!(k, Kind::Slice | Kind::Buf))
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> bool {
+        let mark = self.vars.len();
+        let ok = stmts.iter().all(|s| self.stmt(s));
+        self.vars.truncate(mark);
+        ok
+    }
+
+    fn in_loop(&mut self, bind: &[(String, Kind)], body: &[Stmt]) -> bool {
+        let mark = self.vars.len();
+        self.vars.extend(bind.iter().cloned());
+        self.loops += 1;
+        let ok = self.block(body);
+        self.loops -= 1;
+        self.vars.truncate(mark);
+        ok
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> bool {
+        match s {
+            Stmt::Let {
+                name,
+                mutable,
+                value,
+                ..
+            } => {
+                let ok = self.expr(value);
+                self.vars
+                    .push((name.clone(), Kind::Real { mutable: *mutable }));
+                ok
+            }
+            Stmt::LetBuf { name, len, .. } => {
+                self.vars.push((name.clone(), Kind::Buf));
+                *len > 0
+            }
+            Stmt::LetStruct { name, a, b } => {
+                let ok = self.uses_struct && self.expr(a) && self.expr(b);
+                self.vars.push((name.clone(), Kind::Struct));
+                ok
+            }
+            Stmt::LetClosure { name, param, body } => {
+                // The body sees the parameter and immutable reals only.
+                let captured: Vec<(String, Kind)> = self
+                    .vars
+                    .iter()
+                    .map(|(n, k)| {
+                        let k = match k {
+                            Kind::Real { mutable: false } => *k,
+                            _ => Kind::Closure, // not readable as a real
+                        };
+                        (n.clone(), k)
+                    })
+                    .collect();
+                let saved = std::mem::replace(&mut self.vars, captured);
+                self.vars
+                    .push((param.clone(), Kind::Real { mutable: false }));
+                let ok = self.expr(body) && !has_seq_access(body);
+                self.vars = saved;
+                self.vars.push((name.clone(), Kind::Closure));
+                ok
+            }
+            Stmt::Assign { name, value, .. } => {
+                self.expr(value) && self.is(name, |k| k == Kind::Real { mutable: true })
+            }
+            Stmt::BufAssign {
+                name, index, value, ..
+            } => {
+                self.is(name, |k| k == Kind::Buf)
+                    && !self.frozen.contains(name)
+                    && self.iexpr(index)
+                    && self.expr(value)
+            }
+            Stmt::If { cond, then, els } => self.cond(cond) && self.block(then) && self.block(els),
+            Stmt::Match { scrut, arms } => {
+                arms.len() >= 2 && self.iexpr(scrut) && arms.iter().all(|a| self.block(a))
+            }
+            Stmt::For {
+                var,
+                count,
+                body,
+                attr,
+            } => {
+                // deltad rejects empty checkpointed loops by design; keeping
+                // them out stops shrinking from drifting to that rejection.
+                if *attr == LoopAttr::Checkpoint && body.is_empty() {
+                    return false;
+                }
+                let count_ok = match count {
+                    Count::Lit(_) => true,
+                    Count::Len(s) => self.seq(s),
+                };
+                let bind = if var == "_" {
+                    Vec::new()
+                } else {
+                    vec![(var.clone(), Kind::Int)]
+                };
+                count_ok && self.in_loop(&bind, body)
+            }
+            Stmt::ForSlice {
+                elem,
+                index,
+                slice,
+                body,
+            } => {
+                if !self.seq(slice) {
+                    return false;
+                }
+                let mut bind = Vec::new();
+                if let Some(j) = index {
+                    bind.push((j.clone(), Kind::Int));
+                }
+                bind.push((elem.clone(), Kind::Real { mutable: false }));
+                self.frozen.push(slice.clone());
+                let ok = self.in_loop(&bind, body);
+                self.frozen.pop();
+                ok
+            }
+            Stmt::While { counter, body, .. } | Stmt::Loop { counter, body, .. } => {
+                self.in_loop(&[(counter.clone(), Kind::Int)], body)
+            }
+            Stmt::Break | Stmt::Continue => self.loops > 0,
+            Stmt::Return(e) => self.expr(e),
+        }
+    }
+
+    fn iexpr(&self, e: &IExpr) -> bool {
+        match e {
+            IExpr::Lit(_) => true,
+            IExpr::Var(v) => self.is(v, |k| k == Kind::Int),
+            IExpr::Add(a, _) => self.iexpr(a),
+        }
+    }
+
+    fn cond(&self, c: &Cond) -> bool {
+        match c {
+            Cond::Cmp(_, a, b) => self.expr(a) && self.expr(b),
+            Cond::ICmp(_, a, b) => self.iexpr(a) && self.iexpr(b),
+            Cond::Not(a) => self.cond(a),
+            Cond::And(a, b) | Cond::Or(a, b) => self.cond(a) && self.cond(b),
+        }
+    }
+
+    fn with(&self, bind: &[(&String, Kind)], e: &Expr) -> bool {
+        let mut inner = Env {
+            vars: self.vars.clone(),
+            funcs: self.funcs,
+            loops: 0,
+            frozen: self.frozen.clone(),
+            uses_struct: self.uses_struct,
+        };
+        inner
+            .vars
+            .extend(bind.iter().map(|(n, k)| ((*n).clone(), *k)));
+        inner.expr(e)
+    }
+
+    fn expr(&self, e: &Expr) -> bool {
+        let real = Kind::Real { mutable: false };
+        match e {
+            Expr::Const(_) => true,
+            Expr::Var(v) => self.real(v),
+            Expr::IntAsReal(i) => self.iexpr(i),
+            Expr::Index(s, i) => self.seq(s) && self.iexpr(i),
+            Expr::Field(s, _) => self.is(s, |k| k == Kind::Struct),
+            Expr::Neg(a) | Expr::Unary(_, a, _) | Expr::Powi(a, _) | Expr::SinCos(a, _) => {
+                self.expr(a)
+            }
+            Expr::Bin(_, a, b) => self.expr(a) && self.expr(b),
+            Expr::Multi(_, a, args, _) => self.expr(a) && args.iter().all(|x| self.expr(x)),
+            Expr::Call(name, args) => {
+                let Some(f) = self.funcs.iter().find(|f| &f.name == name) else {
+                    return false;
+                };
+                f.params.len() == args.len()
+                    && f.params.iter().zip(args).all(|(p, a)| match (p.ty, a) {
+                        (ParamTy::Real, Arg::Real(e)) => self.expr(e),
+                        (ParamTy::Slice(_), Arg::Slice { name, buffer }) => {
+                            let want = if *buffer { Kind::Buf } else { Kind::Slice };
+                            self.is(name, |k| k == want)
+                        }
+                        _ => false,
+                    })
+            }
+            Expr::ClosureCall(name, a) => self.is(name, |k| k == Kind::Closure) && self.expr(a),
+            Expr::IfElse(c, a, b) | Expr::MatchBool(c, a, b) => {
+                self.cond(c) && self.expr(a) && self.expr(b)
+            }
+            Expr::MatchInt(s, arms) => {
+                arms.len() >= 2 && self.iexpr(s) && arms.iter().all(|a| self.expr(a))
+            }
+            Expr::Chain(src, chain) => {
+                self.seq(src)
+                    && match chain {
+                        Chain::MapSum { v, body } | Chain::Product { v, body } => {
+                            self.with(&[(v, real)], body)
+                        }
+                        Chain::FilterSum { v, body, .. } => self.with(&[(v, real)], body),
+                        Chain::ZipSum { other, v, w, body } => {
+                            self.seq(other) && self.with(&[(v, real), (w, real)], body)
+                        }
+                        Chain::EnumSum { j, v, body } => {
+                            self.with(&[(j, Kind::Int), (v, real)], body)
+                        }
+                        Chain::Fold { acc, v, init, body } => {
+                            self.expr(init) && self.with(&[(acc, real), (v, real)], body)
+                        }
+                        Chain::Max => true,
+                    }
+            }
+        }
+    }
+}
+
+/// Closure bodies the generator writes read no slices (their borrows would
+/// outlive writes to buffers).
+fn has_seq_access(e: &Expr) -> bool {
+    let mut found = false;
+    crate::shrink::visit_expr(e, &mut |x| {
+        if matches!(x, Expr::Index(..) | Expr::Chain(..) | Expr::Call(..)) {
+            found = true;
+        }
+    });
+    found
+}

@@ -1,0 +1,189 @@
+//! The checks the generated programs run (copied into each generated crate).
+//!
+//! At each point `x` of a program's entry function `f`:
+//! - the value from `value_and_grad`, `jvp` and `vjp` equals `f(x)` bit for bit
+//!   (all three run the function's own arithmetic);
+//! - each gradient component equals the central finite difference, where the
+//!   finite difference can be trusted (see `fd_component`);
+//! - the dot-product identity `t · (J s) = <Jᵀ t, s>` holds between `jvp`
+//!   (forward mode) and `vjp` (reverse mode) for a random tangent `s` and
+//!   seed `t`.
+#![allow(dead_code)]
+
+/// SplitMix64, as in the fuzz crate.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    pub fn vec(&mut self, n: usize, lo: f64, hi: f64) -> Vec<f64> {
+        (0..n).map(|_| self.uniform(lo, hi)).collect()
+    }
+}
+
+/// What the checks of one program found.
+#[derive(Default)]
+pub struct Outcome {
+    pub points: usize,
+    /// Points where every gradient component was compared with a trusted
+    /// finite difference.
+    pub checked: usize,
+    /// Points where some component's finite difference was not trustworthy
+    /// (a branch or kink within the step); the trusted components are still
+    /// compared.
+    pub skipped_fd: usize,
+    /// Points where the value or a finite difference was not finite or huge.
+    pub skipped_range: usize,
+    /// Components compared / not trusted.
+    pub components: usize,
+    pub components_skipped: usize,
+    pub failures: Vec<String>,
+}
+
+/// Equal values: IEEE equality (0.0 and -0.0 are the same value: the
+/// recording pass may reach a zero with the other sign, which no derivative
+/// or later comparison can tell apart) or both NaN.
+fn same(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan())
+}
+
+/// Values beyond this are not checked: finite differences of huge values
+/// lose all their digits to rounding.
+const RANGE: f64 = 1e8;
+
+/// The central difference of component `i` with step `h`.
+fn central(eval: &dyn Fn(&[f64]) -> f64, x: &[f64], i: usize, h: f64) -> f64 {
+    let mut p = x.to_vec();
+    p[i] = x[i] + h;
+    let up = eval(&p);
+    p[i] = x[i] - h;
+    let down = eval(&p);
+    (up - down) / (2.0 * h)
+}
+
+/// The finite-difference derivative of component `i`, or `None` when it
+/// cannot be trusted.
+///
+/// With `h = 1e-4·max(1, |x_i|)`, the central difference `d1` has truncation
+/// error `h²/6·f'''` and rounding error about `ε|f|/h`; `d2` with `h/2` has a
+/// quarter of the truncation error. Where `f` is smooth on `[x-h, x+h]`, `d1`
+/// and `d2` agree to the truncation error; we trust them only when they agree
+/// to `1e-6·max(1, |d2|)`. Then the error of the Richardson extrapolation
+/// `(4·d2 - d1)/3` (O(h⁴)) is far below that, and a correct gradient lies
+/// within `1e-5·max(1, |d2|)` of it: ten times the disagreement we accept,
+/// a margin for rounding. A branch flip, jump or kink inside the step makes
+/// `d1` and `d2` disagree by O(1), so the component is skipped instead of
+/// failing. A wrong derivative rule or a lost term differs by O(1) relative
+/// and is caught.
+fn fd_component(eval: &dyn Fn(&[f64]) -> f64, x: &[f64], i: usize) -> Option<f64> {
+    let h = 1e-4 * x[i].abs().max(1.0);
+    let d1 = central(eval, x, i, h);
+    let d2 = central(eval, x, i, h / 2.0);
+    if !d1.is_finite() || !d2.is_finite() || d1.abs() > RANGE || d2.abs() > RANGE {
+        return None;
+    }
+    if (d1 - d2).abs() > 1e-6 * d2.abs().max(1.0) {
+        return None;
+    }
+    Some((4.0 * d2 - d1) / 3.0)
+}
+
+pub fn check_point(
+    x: &[f64],
+    eval: &dyn Fn(&[f64]) -> f64,
+    value_and_grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    jvp: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
+    vjp: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
+    rng: &mut Rng,
+    out: &mut Outcome,
+) {
+    out.points += 1;
+    let value = eval(x);
+    if !value.is_finite() || value.abs() > RANGE {
+        out.skipped_range += 1;
+        return;
+    }
+    let (v, g) = value_and_grad(x);
+    if !same(v, value) {
+        out.failures.push(format!(
+            "value: value_and_grad gives {v:e}, the function {value:e} at x = {x:?}"
+        ));
+        return;
+    }
+    if g.len() != x.len() {
+        out.failures.push(format!(
+            "shape: gradient has {} components, expected {}",
+            g.len(),
+            x.len()
+        ));
+        return;
+    }
+    let mut all_trusted = true;
+    for i in 0..x.len() {
+        match fd_component(eval, x, i) {
+            None => {
+                all_trusted = false;
+                out.components_skipped += 1;
+            }
+            Some(fd) => {
+                out.components += 1;
+                let tol = 1e-5 * fd.abs().max(1.0);
+                if !((g[i] - fd).abs() <= tol) {
+                    out.failures.push(format!(
+                        "gradient: component {i}: deltad {:e}, finite differences {fd:e} at x = {x:?}; gradient {g:?}",
+                        g[i]
+                    ));
+                    return;
+                }
+            }
+        }
+    }
+    if all_trusted {
+        out.checked += 1;
+    } else {
+        out.skipped_fd += 1;
+    }
+    // Forward against reverse mode. Both compute the same elementary partials
+    // and differ only in the order of the floating-point sums and products,
+    // so they agree to a small multiple of machine precision relative to the
+    // size of the terms: 1e-9 of Σ|terms| leaves ~10⁶ ulps of margin while
+    // any wrong or missing partial shows up at O(1).
+    let s = rng.vec(x.len(), -1.0, 1.0);
+    let t = rng.uniform(0.5, 1.5);
+    let (vf, directional) = jvp(x, &s);
+    if !same(vf, value) {
+        out.failures.push(format!(
+            "value: jvp gives {vf:e}, the function {value:e} at x = {x:?}"
+        ));
+        return;
+    }
+    let (vr, back) = vjp(x, t);
+    if !same(vr, value) {
+        out.failures.push(format!(
+            "value: vjp gives {vr:e}, the function {value:e} at x = {x:?}"
+        ));
+        return;
+    }
+    let lhs = t * directional;
+    let rhs: f64 = back.iter().zip(&s).map(|(a, b)| a * b).sum();
+    let scale: f64 = back.iter().zip(&s).map(|(a, b)| (a * b).abs()).sum::<f64>() + lhs.abs();
+    if !((lhs - rhs).abs() <= 1e-9 * scale.max(1e-300)) && !(lhs == rhs) {
+        out.failures.push(format!(
+            "dot product: t·(J s) = {lhs:e} but <Jᵀt, s> = {rhs:e} at x = {x:?}, s = {s:?}, t = {t}"
+        ));
+    }
+}

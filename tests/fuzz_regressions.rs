@@ -1,0 +1,631 @@
+//! Regression tests for bugs found by the random-program fuzzer
+//! (`fuzz/`, `cargo run -p deltad-fuzz --release -- --help`). Each case is
+//! the fuzzer's failing program reduced to its core, checked against an
+//! independent reference (central finite differences, `tests/common`).
+//! Rejections of valid code the fuzzer found but that are not fixed yet are
+//! listed in `tests/fuzz_regressions/known_rejections.md`.
+#![allow(clippy::all, unused)]
+
+mod common;
+use common::*;
+use deltad::{differentiate, Differentiable};
+
+/// Found as program p2 of `--seed 3` (seed 15805594231727371010): `z.atan2(z)`
+/// with `z = x - x`, identically 0, made the whole gradient NaN (the partials
+/// of `atan2` at the origin were 0/0) while the function is just `x²` plus a
+/// constant. `atan2` at (0, 0) now has derivative 0, like `hypot`.
+#[differentiate]
+fn angle_of_a_zero_difference(x: f64) -> f64 {
+    let z = x - x;
+    let angle = z.atan2(z);
+    angle + x * x
+}
+
+#[test]
+fn atan2_at_the_origin_has_derivative_zero() {
+    for x in [-0.57, 0.3, 1.2] {
+        let (value, g) = angle_of_a_zero_difference::value_and_grad(x);
+        assert_eq!(value, angle_of_a_zero_difference(x));
+        check_gradient(
+            |p| angle_of_a_zero_difference(p[0]),
+            &[x],
+            &[g.x],
+            "atan2 at the origin",
+        );
+    }
+}
+
+/// Found as program p9 of `--seed 1` (seed 14692463169588105120): an
+/// iterator chain over a slice parameter inside a `#[preaccumulate]` loop was
+/// rejected ("it writes the parameter `s`"): the macro took `map`, `sum`,
+/// `enumerate`, ... for methods that may write their receiver.
+#[differentiate]
+fn chains_in_a_preaccumulated_loop(x: f64, s: &[f64]) -> f64 {
+    let mut total = 0.0;
+    #[preaccumulate]
+    for i in 0..4 {
+        let weighted = s
+            .iter()
+            .enumerate()
+            .map(|(j, &u)| s[j] * u * x)
+            .sum::<f64>();
+        let folded = s.iter().fold(0.0, |acc, &u| acc * 0.5 + (u * x).tanh());
+        total += (weighted + folded * i as f64).sin();
+    }
+    total
+}
+
+#[differentiate]
+fn chains_in_a_plain_loop(x: f64, s: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..4 {
+        let weighted = s
+            .iter()
+            .enumerate()
+            .map(|(j, &u)| s[j] * u * x)
+            .sum::<f64>();
+        let folded = s.iter().fold(0.0, |acc, &u| acc * 0.5 + (u * x).tanh());
+        total += (weighted + folded * i as f64).sin();
+    }
+    total
+}
+
+#[test]
+fn iterator_chains_inside_preaccumulate_loops() {
+    let s = [0.4, -1.1, 0.7];
+    let x = 0.8;
+    let (value, g) = chains_in_a_preaccumulated_loop::value_and_grad(x, &s);
+    assert_eq!(value, chains_in_a_preaccumulated_loop(x, &s));
+    let mut point = vec![x];
+    point.extend(s);
+    let mut got = vec![g.x];
+    got.extend(&g.s);
+    check_gradient(
+        |p| chains_in_a_preaccumulated_loop(p[0], &p[1..]),
+        &point,
+        &got,
+        "chains in #[preaccumulate]",
+    );
+    let plain = chains_in_a_plain_loop::grad(x, &s);
+    let mut expected = vec![plain.x];
+    expected.extend(&plain.s);
+    assert_close(&got, &expected, "same as without #[preaccumulate]");
+}
+
+/// Found as program p409 of `--seed 1` (seed 4210025405527551822), shrunk by
+/// the fuzzer to this: the value and gradient were those of the parameter
+/// `x1` instead of the shadowing local `x1`. Fused statement runs cache the
+/// leaves they load by their tokens, and `let mut x1 = 1.0` did not evict
+/// the cached `x1` read by `let x0 = x1;`.
+/// Replaying the fuzz programs with wrong values after this fix: 18 of 21
+/// pass; p409 itself, p332 and p3170 still fail (ignored tests below).
+#[differentiate]
+fn shadowed_parameter(x1: f64) -> f64 {
+    let x0 = x1;
+    let mut x1: f64 = 1.0;
+    let mut v1: f64 = 1.0;
+    let v2: f64 = x0;
+    v1 -= x1;
+    x1 -= match 2 % 2 {
+        0 => v1,
+        _ => v2,
+    };
+    x1 * x0
+}
+
+#[test]
+fn a_let_shadowing_a_parameter_read_in_the_same_run() {
+    for x in [-0.46, 0.8] {
+        let (value, g) = shadowed_parameter::value_and_grad(x);
+        // x1 (the local) ends at 1 - (1 - 1) = 1, so f = x and f' = 1.
+        assert_eq!(value, shadowed_parameter(x));
+        assert_eq!(value, x);
+        assert_eq!(g.x1, 1.0);
+        check_gradient(|p| shadowed_parameter(p[0]), &[x], &[g.x1], "shadowing");
+    }
+}
+
+// Found as program p332 of `--seed 1` (seed 8332864472066805743): the value
+// (and so the gradient) of `value_and_grad` differs from the function's.
+// Not reduced further: the automatic shrinker found no smaller failing
+// candidate in its first round, and by hand the failure goes away when the
+// first loop (a straight-line loop recorded as a whole) is removed, while
+// that loop alone, and with the lines after it cut in several ways, is
+// differentiated correctly. Not fixed yet.
+#[differentiate]
+fn p332_h0(x0: f64) -> f64 {
+    let mut x0 = (((x0 + (-0.0)) - x0.ceil()).atan().to_degrees()
+        / (1.0
+            + (((x0 + (-0.0)) - x0.ceil()).atan().to_degrees()
+                * ((x0 + (-0.0)) - x0.ceil()).atan().to_degrees())));
+    let v1 = ((((x0.cos() * x0.cos()) + 0.5).sqrt() * ((x0.cos() * x0.cos()) + 0.5).sqrt()) + 0.5)
+        .log(((x0.powi(4) * x0.powi(4)) + 2.0));
+    let v2 = (f64::mul_add((-0.33), x0, x0) + f64::exp2((-1.82)));
+    let mut b3 = vec![0.49_f64; 6];
+    let mut n4 = 0;
+    loop {
+        n4 += 1;
+        if n4 > 4 {
+            break;
+        }
+    }
+    x0.max((v1 - x0))
+}
+
+#[differentiate]
+fn p332_h1(x2: f64, x1: f64, x0: f64) -> f64 {
+    let c5 = |t6: f64| f64::ln_1p((f64::asinh(x2) * f64::asinh(x2)));
+    let mut v7 = x2;
+    let mut n8 = 0;
+    while n8 < 4 {
+        n8 += 1;
+        let c9 = |t10: f64| (((x1 * x1) + 0.5).cbrt() / (1.0 + (x1.fract() * x1.fract())));
+    }
+    f64::min(((x2 + v7) - (x1 + (-1.97))), v7.clamp((-1.2), 0.84))
+}
+
+#[differentiate]
+fn p332_f(x0: f64, x1: f64, x2: f64) -> f64 {
+    let mut w11 = (((x2 * x2) + 0.5).sqrt().round() + x2).tanh();
+    let mut w12: f64 = ((w11 - (w11 * w11)) + x2).atan();
+    for _ in 0..7 {
+        let v13 = (x1 + w11);
+        w11 += (0.5 * ((f64::recip(((0.35 * 0.35) + 0.5)) + w12) + w11).tanh());
+        w12 += (0.5 * ((w11 + w12) / (1.0 + ((w11 + w12) * (w11 + w12)))));
+    }
+    let mut x2 = ((p332_h0(w12.tanh()) * (w11 + x1)).atan()
+        + ((-x1) / (1.0 + (x0.sin().tan() * x0.sin().tan()))));
+    let x2 = (((-0.73) * x1).asinh()
+        * ((x0 * x0)
+            - (if w11.div_euclid(((x2 * x2) + 0.5)) > 0.3 {
+                x2
+            } else {
+                x2
+            })));
+    let c14 = |t15: f64| (f64::sin((-0.83)) + t15.round()).tanh();
+    let mut v16 = w12;
+    let mut n17 = 0;
+    loop {
+        n17 += 1;
+        if n17 > 2 {
+            break;
+        }
+        let mut w12 = p332_h1(
+            ((((n17 as f64) * x1) + (x0 - x1))
+                / (1.0 + ((((n17 as f64) * x1) + (x0 - x1)) * (((n17 as f64) * x1) + (x0 - x1))))),
+            (w11 * w11).tanh(),
+            f64::log(
+                ((x2.rem_euclid((((-0.36) * (-0.36)) + 0.5))
+                    * x2.rem_euclid((((-0.36) * (-0.36)) + 0.5)))
+                    + 0.5),
+                ((1.32 * 1.32) + 2.0),
+            ),
+        );
+    }
+    w12 = x0;
+    let mut w18 = (w12 + x1).tanh();
+    for _ in 0..9 {
+        w18 *= ((w11 / (1.0 + (w11 * w11))) * x2).tanh().sin();
+        let v19 = (v16.fract().ceil().tanh() + w18);
+        w18 = (1.71
+            * ((-(f64::sin(0.52) * 0.9).asin())
+                / (1.0 + ((-(f64::sin(0.52) * 0.9).asin()) * (-(f64::sin(0.52) * 0.9).asin())))));
+        w18 += (0.5 * (w11 + w18).tanh());
+    }
+    let c20 = |t21: f64| (0.65 - x2).clamp((-1.04), 1.38);
+    c20(v16)
+        .rem_euclid(((f64::max(w12, w11) * f64::max(w12, w11)) + 0.5))
+        .atan()
+}
+
+#[test]
+fn fuzz_program_332_value_and_gradient() {
+    let x = [
+        0.5536399407623493,
+        -0.23579632251819183,
+        -0.9709950990957972,
+    ];
+    let (value, g) = p332_f::value_and_grad(x[0], x[1], x[2]);
+    assert_eq!(value, p332_f(x[0], x[1], x[2]));
+    check_gradient(
+        |p| p332_f(p[0], p[1], p[2]),
+        &x,
+        &[g.x0, g.x1, g.x2],
+        "fuzz program 332",
+    );
+}
+
+#[derive(Differentiable, Clone, Debug)]
+pub struct P3066 {
+    pub a: f64,
+    pub b: f64,
+}
+
+// Found as program p3066 of `--seed 1` (seed 5768712615129652120): a run
+// panics with "deltad: a dual value of another tape was used in this
+// computation". The program has a `#[preaccumulate]` loop that calls
+// differentiated helpers and reads a struct built before the loop inside an
+// iterator-chain closure (a reduced guess at that shape works). Not reduced
+// or fixed yet.
+#[differentiate]
+fn p3066_h0(x2: f64, x1: f64, x0: f64) -> f64 {
+    let v1 = x1;
+    for i2 in 0..1 {
+        let x1 = f64::log(
+            (((x1 + f64::fract((-1.95))) * (x1 + f64::fract((-1.95)))) + 0.5),
+            (((match i2 % 2 {
+                0 => x0,
+                _ => x1,
+            }) * (match i2 % 2 {
+                0 => x0,
+                _ => x1,
+            })) + 2.0),
+        );
+        let c3 = |t4: f64| (f64::clamp(t4, (-1.2), 1.23) * (-0.28));
+        if (x1 * x2) <= (i2 as f64) {
+            if !((x1 / (1.0 + ((i2 as f64) * (i2 as f64)))) > 0.04) {
+                break;
+            }
+        }
+    }
+    (-0.48)
+}
+
+#[differentiate]
+fn p3066_h1(x0: f64, x1: f64, x2: f64) -> f64 {
+    let mut b5: Vec<f64> = vec![0.24; 3];
+    let mut b6: Vec<f64> = vec![(-0.56); 2];
+    if (-x2) < (x2 * x1) {}
+    ((-(-0.88)) / ((x2 / (x0.abs() + 0.5)).abs() + 0.5)).copysign((x0 * x0))
+}
+
+#[differentiate]
+fn p3066_f(x0: f64, s0: &[f64], pt: &P3066) -> f64 {
+    let q7 = P3066 {
+        a: ((-x0)
+            + (match 2 % 3 {
+                0 => s0[3 % s0.len()],
+                1 => x0,
+                _ => x0,
+            })),
+        b: (p3066_h1(s0[3 % s0.len()], s0[4 % s0.len()], x0)
+            - (s0[3 % s0.len()] / (f64::abs((-1.79)) + 0.5))),
+    };
+    let mut acc8: f64 = 0.0;
+    let mut acc9: f64 = 0.0;
+    #[preaccumulate]
+    for i10 in 0..2 {
+        let mut v11 = (match i10 % 3 {
+            0 => f64::recip((((x0 * 1.97) * (x0 * 1.97)) + 0.5)),
+            1 => ((x0 + x0) * p3066_h0(x0, x0, x0)),
+            _ => x0,
+        });
+        let mut v12 = pt.a;
+        v11 += ((p3066_h1(v11, s0[(i10 + 2) % s0.len()], s0[(i10 + 2) % s0.len()])
+            - (match i10 % 3 {
+                0 => (-0.78),
+                1 => pt.a,
+                _ => (-1.38),
+            }))
+        .sin()
+            * 0.5);
+        let v14 = ((v11 / (s0[2 % s0.len()].abs() + 0.5))
+            / (1.0
+                + (s0
+                    .iter()
+                    .map(|&u13| (s0[i10 % s0.len()] - q7.b).tanh())
+                    .sum::<f64>()
+                    * s0.iter()
+                        .map(|&u13| (s0[i10 % s0.len()] - q7.b).tanh())
+                        .sum::<f64>())));
+        acc8 += (p3066_h0(
+            (match 3 % 2 {
+                0 => x0,
+                _ => pt.b,
+            }),
+            (s0[1 % s0.len()] * 0.09),
+            (s0[0 % s0.len()] / (q7.b.abs() + 0.5)).tanh(),
+        ) * x0)
+            .cos();
+        acc9 -= (((-1.31) - ((-0.64) + x0)) * x0).atan();
+    }
+    let v15 = acc8;
+    if (-acc9) <= (acc9 + v15) {
+        acc9 = p3066_h0(
+            (match 4 % 2 {
+                0 => v15,
+                _ => s0[4 % s0.len()],
+            }),
+            s0.iter()
+                .filter(|u16| **u16 > (-0.37))
+                .map(|&u16| v15)
+                .sum::<f64>()
+                .tanh(),
+            (s0[1 % s0.len()] - acc8).tanh(),
+        );
+        if (((if (1.74 * v15) >= (-0.75) {
+            s0[2 % s0.len()]
+        } else {
+            acc9
+        }) > 0.96
+            && (acc8 + s0[3 % s0.len()]) > (-acc9))
+            || (-v15) < ((x0 * x0) + 0.5).cbrt())
+        {
+            for &e17 in s0.iter() {
+                let c18 = |t19: f64| {
+                    ((f64::rem_euclid(v15, ((e17 * e17) + 0.5))
+                        * f64::rem_euclid(v15, ((e17 * e17) + 0.5)))
+                        + 0.5)
+                        .log2()
+                };
+            }
+            let mut v20: f64 = (-0.95);
+        }
+    }
+    (((acc8 * acc8) + 0.5).ln() + acc9)
+}
+
+#[test]
+#[ignore = "open bug found by the fuzzer: panics with 'a dual value of another tape' (seed 5768712615129652120)"]
+fn fuzz_program_3066_runs_in_every_mode() {
+    // The fuzz harness's first point for this program.
+    let mut rng = Rng::new(5768712615129652120);
+    let x = rng.vec(5, -1.5, 1.5);
+    let pt = P3066 { a: x[3], b: x[4] };
+    let value = p3066_f(x[0], &x[1..3], &pt);
+    let (v, g) = p3066_f::value_and_grad(x[0], &x[1..3], &pt);
+    assert_eq!(v, value);
+    let mut got = vec![g.x0];
+    got.extend(&g.s0);
+    got.extend([g.pt.a, g.pt.b]);
+    check_gradient(
+        |p| p3066_f(p[0], &p[1..3], &P3066 { a: p[3], b: p[4] }),
+        &x,
+        &got,
+        "fuzz program 3066",
+    );
+    let tangent = p3066_f::Grad {
+        x0: 1.0,
+        s0: vec![0.5, -0.5],
+        pt: P3066 { a: 0.25, b: 1.0 },
+    };
+    let (vf, _) = p3066_f::jvp(x[0], &x[1..3], &pt, &tangent);
+    assert_eq!(vf, value);
+    let (vr, _) = p3066_f::vjp(x[0], &x[1..3], &pt, 1.0);
+    assert_eq!(vr, value);
+}
+
+// Found as program p409 of `--seed 1` (seed 4210025405527551822). The
+// shrinker reduced it to `shadowed_parameter` above, which failed the same
+// way; the whole program still failed until the second fix (see
+// `a_statement_the_run_does_not_fuse_shadows_a_loaded_leaf`).
+#[differentiate]
+fn p409_f(x2: f64, x1: f64, x0: f64) -> f64 {
+    let x0 = ((if (f64::round_ties_even(x1) < (x0 - x1) || x2.exp2() > (x0 * x2)) {
+        x2.trunc()
+    } else {
+        (x0 + 0.24)
+    }) / (1.0 + (((x1 * x1) + 1.0).powi(-2) * ((x1 * x1) + 1.0).powi(-2))));
+    let mut x1: f64 = f64::to_radians(0.12);
+    let mut v1 = (match 3 % 3 {
+        0 => x0,
+        1 => (f64::log(((0.78 * 0.78) + 0.5), ((0.37 * 0.37) + 2.0)) * (1.31 * x2)),
+        _ => x1,
+    });
+    let v2: f64 = x0;
+    v1 -= ((match x1.floor() >= (-0.05) {
+        true => v1,
+        false => x0,
+    }) - x1);
+    x1 -= (match 2 % 2 {
+        0 => v1,
+        _ => v2,
+    })
+    .min(v2);
+    let mut n3 = 0;
+    while n3 < 3 {
+        n3 += 1;
+        if (x1 > (-0.55)
+            || (x1 - 1.55)
+                >= (match (-1.12) >= v2 {
+                    true => x1,
+                    false => (n3 as f64),
+                }))
+        {
+            if 4 >= 0 {
+                break;
+            }
+        } else {
+            let mut v4 = f64::copysign(
+                (n3 as f64).to_radians(),
+                (match n3 % 3 {
+                    0 => v2,
+                    1 => x2,
+                    _ => x0,
+                }),
+            );
+        }
+        x1 *= f64::log10(((v2 * v2) + 0.5)).max(x1).tanh();
+    }
+    ((v2 * v2) + 0.5).log2().atan2(x1)
+}
+
+#[test]
+fn fuzz_program_409_value() {
+    let x = [
+        -0.46296015060005535,
+        -1.3832131687930067,
+        -0.5355825213065534,
+    ];
+    let (value, g) = p409_f::value_and_grad(x[0], x[1], x[2]);
+    assert_eq!(value, p409_f(x[0], x[1], x[2]));
+    check_gradient(
+        |p| p409_f(p[0], p[1], p[2]),
+        &x,
+        &[g.x2, g.x1, g.x0],
+        "fuzz program 409",
+    );
+}
+
+// Found as program p3170 of `--seed 1` (seed 3628324807390822429), after the
+// shadowing fix: `value_and_grad` gives -0.269..., the function -0. Open.
+#[differentiate]
+fn p3170_h0(x0: f64) -> f64 {
+    let mut w1 = ((f64::round((x0 - (-0.94))) + x0)
+        / (1.0 + ((f64::round((x0 - (-0.94))) + x0) * (f64::round((x0 - (-0.94))) + x0))));
+    let mut w2: f64 = (((x0 - x0) * (x0 + w1)) + x0).tanh();
+    #[checkpoint]
+    for _ in 0..40 {
+        if w2 > 0.71 {
+            break;
+        }
+        w1 += (0.5
+            * ((((x0 * x0) + 0.5).powf(w1.atan()) / ((w1 / (1.0 + (w2 * w2))).abs() + 0.5)) + w1)
+                .tanh());
+        w2 += (0.5 * ((((w2 * w2) + 0.5).cbrt() - (-w2)) + w2).atan());
+    }
+    let v3 = (((((x0 * x0) + 0.5).log2()
+        + (if (match w1 > (-0.49) {
+            true => w1,
+            false => w2,
+        }) > 0.27
+        {
+            w1
+        } else {
+            x0
+        }))
+        * x0)
+        / (1.0
+            + (((((x0 * x0) + 0.5).log2()
+                + (if (match w1 > (-0.49) {
+                    true => w1,
+                    false => w2,
+                }) > 0.27
+                {
+                    w1
+                } else {
+                    x0
+                }))
+                * x0)
+                * ((((x0 * x0) + 0.5).log2()
+                    + (if (match w1 > (-0.49) {
+                        true => w1,
+                        false => w2,
+                    }) > 0.27
+                    {
+                        w1
+                    } else {
+                        x0
+                    }))
+                    * x0))));
+    let mut v4: f64 = ((-(w1 + v3)) - (-((w1 * w2) / (1.0 + ((w1 * w2) * (w1 * w2)))))).tanh();
+    v4 += (match 3 % 2 {
+        0 => v3,
+        _ => x0,
+    });
+    let w2 = f64::recip((((-0.68) * (-0.68)) + 0.5));
+    match 4 % 2 {
+        0 => {}
+        _ => {}
+    }
+    v4
+}
+
+#[differentiate]
+fn p3170_h1(x0: f64) -> f64 {
+    let mut w5: f64 = (((-x0) * (-x0)) + x0).atan();
+    for _ in 0..7 {
+        w5 *= (f64::cosh(w5.atan()) + (w5 / (1.0 + ((-1.0) * (-1.0))))).atan();
+        w5 += ((-(w5 / (1.0 + (w5 * w5)))).atan() * 0.5);
+        w5 += (0.5
+            * ((((w5.sin() * 0.9).asin() * (w5.sin() * 0.9).asin()) + 0.5).log2() + w5).atan());
+    }
+    let c6 = |t7: f64| x0;
+    let mut v8: f64 = (f64::atan2(w5.signum(), x0) - (x0 + (x0 + x0)));
+    match 2 % 3 {
+        0 => {
+            if p3170_h0(v8.tanh()) >= (v8 / (1.0 + (x0 * x0))) {
+                return (-x0).clamp((-1.19), 0.2);
+            }
+        }
+        1 => {}
+        _ => {}
+    }
+    (match 4 % 2 {
+        0 => (p3170_h0((w5 / (1.0 + (w5 * w5)))) / (c6(x0).abs() + 0.5)),
+        _ => {
+            ((x0.cos().to_degrees() * (v8 + w5))
+                / (1.0
+                    + ((x0.cos().to_degrees() * (v8 + w5)) * (x0.cos().to_degrees() * (v8 + w5)))))
+        }
+    })
+}
+
+#[differentiate]
+fn p3170_f(x0: f64, s0: &[f64], s1: &[f64]) -> f64 {
+    if (s0[3 % s0.len()] + (-0.92)) > s0[4 % s0.len()] {
+        let v9 = ((x0 * (s0[2 % s0.len()] + s0[1 % s0.len()])) + p3170_h1(x0.floor()));
+        if x0 >= (v9 * s1[0 % s1.len()]).tanh() {
+            let v10 = ((s1[4 % s1.len()] / (f64::abs((-1.58)) + 0.5)) + s1[4 % s1.len()]).cos();
+            let v10 = (s1[3 % s1.len()].sin_cos().1 * s1[0 % s1.len()].max(v10))
+                .min(s1.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+        }
+        if s1[1 % s1.len()] <= x0 {
+            let mut v12 = v9.sin().exp2();
+            if v12.tanh() <= v9.signum() {
+                return (v9 - (s0[0 % s0.len()] + s1[0 % s1.len()]));
+            }
+        }
+    }
+    s1.iter()
+        .fold(
+            f64::log(((x0 * x0) + 0.5), ((x0 * x0) + 2.0)),
+            |a14, &u13| ((a14 * 0.5) + u13).tanh(),
+        )
+        .ceil()
+}
+
+#[test]
+fn fuzz_program_3170_value() {
+    // The fuzz harness's points for this program.
+    let mut rng = Rng::new(3628324807390822429);
+    for _ in 0..3 {
+        let x = rng.vec(10, -1.5, 1.5);
+        let value = p3170_f(x[0], &x[1..6], &x[6..10]);
+        let (v, _) = p3170_f::value_and_grad(x[0], &x[1..6], &x[6..10]);
+        assert_eq!(v, value, "at {x:?}");
+        // The harness draws a tangent and a seed after each point.
+        rng.vec(10, -1.0, 1.0);
+        rng.uniform(0.5, 1.5);
+    }
+}
+
+/// Reduced by hand from p409 / p332 / p3170 (all three failed this way): a
+/// fused run loads the parameter `x1` as a leaf, a `let` the run does not
+/// fuse (here a lifted constant) shadows `x1` while the run goes on, and the
+/// next fused statement read the cached leaf of the *parameter*. Statements
+/// a run does not fuse now clear its cache of evaluated leaves.
+#[differentiate]
+fn unfused_let_shadows_a_loaded_parameter(x1: f64, x0: f64) -> f64 {
+    let x0 = x0 / (1.0 + x1 * x1);
+    let mut x1: f64 = f64::to_radians(0.12);
+    let mut v1 = x0;
+    let v2: f64 = x0;
+    v1 -= v1 - x1;
+    x1 -= v1 * v2;
+    x1
+}
+
+#[test]
+fn a_statement_the_run_does_not_fuse_shadows_a_loaded_leaf() {
+    for (a, b) in [(-1.38, -0.54), (0.3, 0.7), (2.0, -1.5)] {
+        let (value, g) = unfused_let_shadows_a_loaded_parameter::value_and_grad(a, b);
+        assert_eq!(value, unfused_let_shadows_a_loaded_parameter(a, b));
+        check_gradient(
+            |p| unfused_let_shadows_a_loaded_parameter(p[0], p[1]),
+            &[a, b],
+            &[g.x1, g.x0],
+            "unfused let shadowing a loaded parameter",
+        );
+    }
+}
