@@ -213,8 +213,13 @@ pub(crate) fn scratch_variables(looping: &ExprForLoop, activity: &Activity) -> V
                 return;
             }
             // A scalar only ever added to is a sum (an accumulator), as long
-            // as every write of it is an addition.
-            let scalar = matches!(place, Expr::Path(_));
+            // as every write of it is an addition and the analysis knows it
+            // is a real (the accumulators of `fusion.rs` take exactly those;
+            // a variable also assigned a call's result is not one, and
+            // would otherwise be left holding a value of a forgotten
+            // iteration: found by the fuzzer).
+            let scalar = matches!(place, Expr::Path(_))
+                && self.activity.expr(place) == crate::shape::Shape::Real;
             match self.found.iter_mut().find(|(n, _, _)| *n == name) {
                 Some((_, _, sum)) => *sum &= additive && scalar,
                 None => self.found.push((name, place.clone(), additive && scalar)),
