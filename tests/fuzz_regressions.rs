@@ -243,7 +243,6 @@ fn fuzz_program_332_value_and_gradient() {
 // a value of a forgotten iteration. Such a loop is now a compile error
 // (tests/ui/preaccumulate-sum-assigned-a-call.rs).
 
-
 // Found as program p409 of `--seed 1` (seed 4210025405527551822). The
 // shrinker reduced it to `shadowed_parameter` above, which failed the same
 // way; the whole program still failed until the second fix (see
