@@ -252,7 +252,12 @@ mod tests {
         let x = Dual::new(0.5f64, 1.0);
         let y = (x * x).sin() / x;
         let expected = (2.0 * 0.5 * (0.25f64).cos() * 0.5 - (0.25f64).sin()) / 0.25;
-        assert!((y.tangent - expected).abs() < 1e-15);
+        // The chain rule reproduces the same libm calls, so natively the
+        // tangent is within a rounding or two of `expected`; libm's sin/cos
+        // are not correctly rounded, though, and differ by a few ulps across
+        // platforms (Miri models that by perturbing each call), so allow
+        // 16 ulps of the result.
+        assert!((y.tangent - expected).abs() <= 16.0 * f64::EPSILON * expected.abs());
         let z = Dual::new(0.0f64, 0.0).sqrt();
         assert_eq!(
             z.tangent, 0.0,
