@@ -477,3 +477,25 @@ fn a_statement_the_run_does_not_fuse_shadows_a_loaded_leaf() {
         );
     }
 }
+
+/// Found as program p278 of `--seed 2` (seed 17844741377278687293): an
+/// iterator sum over an empty filter is -0.0 in the standard library (its
+/// float `Sum` starts from -0.0), but deltad's sum of dual values started
+/// from +0.0, so `atan2` of two empty sums gave 0 instead of the primal's -π.
+#[differentiate]
+fn angle_of_empty_sums(x: f64, s: &[f64]) -> f64 {
+    let up = s.iter().filter(|v| **v > 10.0).map(|v| v * x).sum::<f64>();
+    let across = s.iter().filter(|v| **v > 10.0).map(|v| v + x).sum::<f64>();
+    up.atan2(across) + x
+}
+
+#[test]
+fn sums_of_dual_values_start_from_negative_zero() {
+    let s = [1.0, 2.0];
+    let x = 0.7;
+    let (value, g) = angle_of_empty_sums::value_and_grad(x, &s);
+    assert_eq!(value, angle_of_empty_sums(x, &s));
+    assert_eq!(value, -std::f64::consts::PI + x);
+    assert_eq!(g.x, 1.0); // the empty sums are constants: only `+ x` remains
+    assert_eq!(deltad::sum(&[] as &[f64]).to_bits(), (-0.0f64).to_bits());
+}

@@ -230,8 +230,12 @@ operator!(Rem rem, RemAssign rem_assign, rem_real, rem_const, const_rem);
 
 /// A sum of dual values as one binding with a unit term per active summand
 /// (instead of one binding per addition).
+///
+/// Starts from -0.0, as the standard library's float `Sum` does (so an empty
+/// sum is -0.0 and a sum of -0.0s keeps its sign, exactly like the primal:
+/// found by the fuzzer, where `atan2` of two empty sums differed by π).
 fn sum_of<'t, S: Scalar>(values: impl Iterator<Item = Real<'t, S>>) -> Real<'t, S> {
-    let mut total = S::zero();
+    let mut total = -S::zero();
     let mut tape = None;
     let mut terms: Vec<(S, DeltaId)> = Vec::new();
     for value in values {

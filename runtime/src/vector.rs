@@ -145,7 +145,8 @@ fn record<'t, S: Scalar>(
 /// Σ v_i over `len` values, left to right.
 #[inline(always)]
 fn sum_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
-    (0..len).fold(S::zero(), |total, i| total + value(i))
+    // From -0.0, like the standard library's float `Sum`.
+    (0..len).fold(-S::zero(), |total, i| total + value(i))
 }
 
 /// Σ a_i b_i, left to right.
