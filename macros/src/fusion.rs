@@ -1480,8 +1480,7 @@ fn uses(stmts: &[Stmt]) -> Uses {
 /// activity analysis gives them their payload's shape, but they are not
 /// reals, so a statement producing one is not fused arithmetic.
 fn is_enum_value(expr: &Expr) -> bool {
-    match expr {
-        Expr::Paren(paren) => is_enum_value(&paren.expr),
+    match strip_parens(expr) {
         Expr::Call(call) => matches!(
             &*call.func,
             Expr::Path(path) if matches!(
@@ -1489,6 +1488,6 @@ fn is_enum_value(expr: &Expr) -> bool {
                 crate::syntax::CallKind::Constructor
             )
         ),
-        _ => crate::rewrite::is_none_literal(expr),
+        other => crate::rewrite::is_none_literal(other),
     }
 }

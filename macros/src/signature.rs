@@ -173,11 +173,25 @@ impl Signature {
             .any(|p| matches!(p.kind, ParamKind::Function { .. }))
     }
 
+    /// True if the function writes results into `&mut` parameters.
+    pub(crate) fn has_in_out(&self) -> bool {
+        self.params
+            .iter()
+            .any(|p| matches!(p.kind, ParamKind::InOut { .. }))
+    }
+
+    /// True if calls of this function can be checkpointed: no `&mut`
+    /// results (a re-run would repeat their effect), no function
+    /// parameters, and no constants that borrow (they cannot be kept).
+    pub(crate) fn calls_can_be_checkpointed(&self) -> bool {
+        !self.takes_functions() && !self.has_in_out() && !self.keeps_borrowed_constants()
+    }
+
     /// True if a constant parameter's type names a lifetime below its
     /// outermost reference (`View<'a>`, `&[&'a str]`): a checkpointed call
     /// keeps its constant arguments as owned `'static` copies, which such a
     /// type cannot give, so calls of this function are not checkpointable.
-    pub(crate) fn keeps_borrowed_constants(&self) -> bool {
+    fn keeps_borrowed_constants(&self) -> bool {
         struct FindsLifetime(bool);
         impl<'ast> syn::visit::Visit<'ast> for FindsLifetime {
             fn visit_lifetime(&mut self, _: &'ast syn::Lifetime) {

@@ -28,13 +28,10 @@ use crate::names::items;
 use crate::signature::{ParamKind, Passing};
 
 impl Generator<'_> {
-    /// True if calls of this function can be checkpointed: no `&mut`
-    /// results (a re-run would repeat their effect), no function
-    /// parameters, and no constants that borrow (they cannot be kept).
+    /// True if calls of this function can be checkpointed (see
+    /// `Signature::calls_can_be_checkpointed`).
     pub(super) fn has_checkpointed(&self) -> bool {
-        !self.signature.takes_functions()
-            && !self.has_in_out()
-            && !self.signature.keeps_borrowed_constants()
+        self.signature.calls_can_be_checkpointed()
     }
 
     pub(super) fn checkpointed(&self, stub: bool) -> TokenStream {

@@ -171,10 +171,7 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         name_of(items::CHECK_FN),
     );
     let grad_into_fn = name_of(items::GRAD_INTO_FN);
-    let has_in_out = signature
-        .params
-        .iter()
-        .any(|p| matches!(p.kind, ParamKind::InOut { .. }));
+    let has_in_out = signature.has_in_out();
     let scalar_exports = (matches!(signature.output, Output::Real) && !has_in_out).then(|| {
         quote! {
             #[doc(inline)]
@@ -207,7 +204,7 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         }
     });
     let jvp_fn = name_of(items::JVP_FN);
-    let checkpointed_export = (!has_in_out && !signature.keeps_borrowed_constants()).then(|| {
+    let checkpointed_export = signature.calls_can_be_checkpointed().then(|| {
         let (inner, public) = (
             name_of(items::CHECKPOINTED_FN),
             name_of(items::CHECKPOINTED_PUBLIC),
@@ -449,10 +446,7 @@ impl<'a> Generator<'a> {
 
     /// True if the function writes results into `&mut` parameters.
     fn has_in_out(&self) -> bool {
-        self.signature
-            .params
-            .iter()
-            .any(|p| matches!(p.kind, ParamKind::InOut { .. }))
+        self.signature.has_in_out()
     }
 
     /// The type of one `Grad` field, or `None` for parameters without one.
