@@ -499,3 +499,45 @@ fn sums_of_dual_values_start_from_negative_zero() {
     assert_eq!(g.x, 1.0); // the empty sums are constants: only `+ x` remains
     assert_eq!(deltad::sum(&[] as &[f64]).to_bits(), (-0.0f64).to_bits());
 }
+
+/// Found as program p111 of `--seed 11` (seed 12951795380338728159) on the
+/// compiled path: the forward pass dropped the annotation of a constant
+/// buffer (`let b: Vec<f64> = vec![0.72; 2];`), so a method on an element
+/// (`b[1].tanh()`) was ambiguous (`{float}`) and the crate did not compile.
+#[differentiate(compiled)]
+fn annotated_constant_buffer(x: f64) -> f64 {
+    let b: Vec<f64> = vec![0.72; 2];
+    x * b[1].tanh() + b[0].abs()
+}
+
+/// Found as program p125 of `--seed 11` (seed 13057114306034206001) on the
+/// compiled path: a variable the adjoint needs after it changes (`x`, read
+/// by the derivative of `x * x`) is pushed when its block ends, by name; a
+/// later `let x` hid the name, so the forward pass pushed the wrong value (a
+/// compile error here; a wrong derivative had the types matched). The
+/// variable is now kept under a name of its own before it is hidden.
+#[differentiate(compiled)]
+fn hidden_before_the_block_ends(x: f64, y: f64) -> f64 {
+    let mut x = x * y;
+    x += (x * x).tanh();
+    let w = x.sin() * y;
+    let x = 0.5 * y;
+    w * x
+}
+
+#[test]
+fn compiled_path_regressions() {
+    for x in [-0.8, 0.3, 1.1] {
+        let (value, g) = annotated_constant_buffer::value_and_grad(x);
+        assert_eq!(value, annotated_constant_buffer(x));
+        check_gradient(|p| annotated_constant_buffer(p[0]), &[x], &[g.x], "buffer");
+        let (value, g) = hidden_before_the_block_ends::value_and_grad(x, 0.7);
+        assert_eq!(value, hidden_before_the_block_ends(x, 0.7));
+        check_gradient(
+            |p| hidden_before_the_block_ends(p[0], p[1]),
+            &[x, 0.7],
+            &[g.x, g.y],
+            "hidden",
+        );
+    }
+}

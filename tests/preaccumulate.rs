@@ -1,7 +1,10 @@
-//! `#[preaccumulate]` loops: each iteration differentiated on its own and
-//! forgotten. Values are bit for bit the plain function's; gradients equal
-//! those of the same loop without the attribute (and finite differences);
-//! the tape holds one iteration, whatever the number of iterations.
+//! `#[preaccumulate]` loops: on the tape, each iteration differentiated on
+//! its own and forgotten. Values are bit for bit the plain function's;
+//! gradients equal those of the same loop without the attribute (and finite
+//! differences); the tape holds one iteration, whatever the number of
+//! iterations. On the compiled path the attribute is accepted and changes
+//! nothing (the adjoint keeps no tape to shorten): the functions without
+//! `tape` here take that path.
 #![allow(clippy::all)]
 
 mod common;
@@ -9,8 +12,8 @@ use common::*;
 use deltad::differentiate;
 
 /// Σ_i lse_k(α_k - ½‖s_k ⊙ (x_i - μ_k)‖²) with scratch buffers declared
-/// outside the loop, as numeric code usually has them.
-#[differentiate]
+/// outside the loop, as numeric code usually has them. On the tape.
+#[differentiate(tape)]
 fn mixture(alpha: &[f64], mu: &[f64], s: &[f64], #[no_grad] x: &[f64], d: usize) -> f64 {
     let k = alpha.len();
     let n = x.len() / d;
@@ -32,7 +35,7 @@ fn mixture(alpha: &[f64], mu: &[f64], s: &[f64], #[no_grad] x: &[f64], d: usize)
     total - n as f64 * deltad::log_sum_exp(alpha)
 }
 
-/// The same function without the attribute.
+/// The same function without the attribute (compiled).
 #[differentiate]
 fn mixture_plain(alpha: &[f64], mu: &[f64], s: &[f64], #[no_grad] x: &[f64], d: usize) -> f64 {
     let k = alpha.len();
@@ -40,6 +43,52 @@ fn mixture_plain(alpha: &[f64], mu: &[f64], s: &[f64], #[no_grad] x: &[f64], d: 
     let mut centered = vec![0.0; d];
     let mut terms = vec![0.0; k];
     let mut total = 0.0;
+    for i in 0..n {
+        for c in 0..k {
+            let mut squares = 0.0;
+            for j in 0..d {
+                centered[j] = s[c * d + j] * (x[i * d + j] - mu[c * d + j]);
+                squares += centered[j] * centered[j];
+            }
+            terms[c] = alpha[c] - 0.5 * squares;
+        }
+        total += deltad::log_sum_exp(&terms);
+    }
+    total - n as f64 * deltad::log_sum_exp(alpha)
+}
+
+/// The same without the attribute, on the tape: the tape grows with the
+/// points.
+#[differentiate(tape)]
+fn mixture_on_tape(alpha: &[f64], mu: &[f64], s: &[f64], #[no_grad] x: &[f64], d: usize) -> f64 {
+    let k = alpha.len();
+    let n = x.len() / d;
+    let mut centered = vec![0.0; d];
+    let mut terms = vec![0.0; k];
+    let mut total = 0.0;
+    for i in 0..n {
+        for c in 0..k {
+            let mut squares = 0.0;
+            for j in 0..d {
+                centered[j] = s[c * d + j] * (x[i * d + j] - mu[c * d + j]);
+                squares += centered[j] * centered[j];
+            }
+            terms[c] = alpha[c] - 0.5 * squares;
+        }
+        total += deltad::log_sum_exp(&terms);
+    }
+    total - n as f64 * deltad::log_sum_exp(alpha)
+}
+
+/// With the attribute, compiled.
+#[differentiate(compiled)]
+fn mixture_compiled(alpha: &[f64], mu: &[f64], s: &[f64], #[no_grad] x: &[f64], d: usize) -> f64 {
+    let k = alpha.len();
+    let n = x.len() / d;
+    let mut centered = vec![0.0; d];
+    let mut terms = vec![0.0; k];
+    let mut total = 0.0;
+    #[preaccumulate]
     for i in 0..n {
         for c in 0..k {
             let mut squares = 0.0;
@@ -83,6 +132,11 @@ fn gradients_equal_the_plain_loops() {
     got.extend(&g.mu);
     got.extend(&g.s);
     assert_close(&got, &reference, "finite differences");
+    let (compiled_value, compiled) = mixture_compiled::value_and_grad(&alpha, &mu, &s, &x, 3);
+    assert_eq!(compiled_value.to_bits(), value.to_bits());
+    assert_close(&compiled.alpha, &g.alpha, "compiled alpha");
+    assert_close(&compiled.mu, &g.mu, "compiled mu");
+    assert_close(&compiled.s, &g.s, "compiled s");
 }
 
 #[test]
@@ -91,7 +145,7 @@ fn the_tape_holds_one_iteration() {
         let (alpha, mu, s, x) = data(points);
         (
             mixture::tape_stats(&alpha, &mu, &s, &x, 3).bindings,
-            mixture_plain::tape_stats(&alpha, &mu, &s, &x, 3).bindings,
+            mixture_on_tape::tape_stats(&alpha, &mu, &s, &x, 3).bindings,
         )
     };
     let (few, few_plain) = stats(10);
@@ -178,8 +232,9 @@ fn several_sums_continue_and_nesting() {
 }
 
 /// Reads, in each iteration, what the previous one left in `carry`: not a
-/// sum, so this loop cannot be preaccumulated, and it says so at run time.
-#[differentiate]
+/// sum, so this loop cannot be preaccumulated, and the tape says so at run
+/// time.
+#[differentiate(tape)]
 fn carries_a_value(w: &[f64]) -> f64 {
     let mut carry = vec![1.0];
     let mut total = 0.0;
@@ -196,6 +251,30 @@ fn carries_a_value(w: &[f64]) -> f64 {
 #[should_panic(expected = "read a value computed in one of its earlier iterations")]
 fn reading_an_earlier_iteration_panics() {
     carries_a_value::grad(&[0.5, 2.0, 3.0]);
+}
+
+/// The same, compiled: the attribute does not change what is computed, so
+/// the derivative is exact.
+#[differentiate]
+fn carries_a_value_compiled(w: &[f64]) -> f64 {
+    let mut carry = vec![1.0];
+    let mut total = 0.0;
+    #[preaccumulate]
+    for i in 0..w.len() {
+        let next = carry[0] * w[i];
+        carry[0] = next;
+        total += next;
+    }
+    total
+}
+
+#[test]
+fn compiled_loops_may_read_earlier_iterations() {
+    // total = w0 + w0 w1 + w0 w1 w2.
+    let w = [0.5, 2.0, 3.0];
+    let g = carries_a_value_compiled::grad(&w);
+    let expected = [1.0 + w[1] + w[1] * w[2], w[0] + w[0] * w[2], w[0] * w[1]];
+    assert_close(&g.w, &expected, "by hand");
 }
 
 #[test]

@@ -9,12 +9,12 @@ mod common;
 use common::*;
 use deltad::{differentiate, Differentiable, NodeKind, TapeGraph};
 
-#[differentiate]
+#[differentiate(tape)]
 fn product(x: f64, y: f64) -> f64 {
     x * y
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn squares(x: &[f64]) -> f64 {
     let mut s = 0.0;
     for v in x {
@@ -23,20 +23,20 @@ fn squares(x: &[f64]) -> f64 {
     s
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn square(x: f64) -> f64 {
     x * x
 }
 
 /// a = x², b = sin(a)·y, a + b: the call to `square` is its own binding.
-#[differentiate]
+#[differentiate(tape)]
 fn chain(x: f64, y: f64) -> f64 {
     let a = square(x);
     let b = a.sin() * y;
     b + a
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn whole_loop(x: f64, p: f64, n: usize) -> f64 {
     let mut a = x;
     let mut b = 1.0;
@@ -48,7 +48,7 @@ fn whole_loop(x: f64, p: f64, n: usize) -> f64 {
     a * b
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn oscillator(x0: f64, k: f64, steps: usize) -> f64 {
     let mut x = x0;
     let mut v = 0.0;
@@ -61,19 +61,19 @@ fn oscillator(x0: f64, k: f64, steps: usize) -> f64 {
     x * x + v
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn checkpointed_call(x: f64, k: f64) -> f64 {
     #[checkpoint]
     let y = oscillator(x, k, 10);
     y * x
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn pair(x: f64, y: f64) -> (f64, f64) {
     (x * y, x.exp())
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn gemv(a: &[f64], x: &[f64], y: &mut [f64]) {
     for i in 0..y.len() {
         for j in 0..x.len() {
@@ -88,12 +88,12 @@ pub struct Point {
     pub y: f64,
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn norm2(p: &Point, #[no_grad] scale: f64) -> f64 {
     scale * (p.x * p.x + p.y * p.y)
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn single_precision(x: f32, y: f32) -> f32 {
     x * y + x
 }
@@ -441,7 +441,7 @@ fn logsumexp_gradient(x: &[f64]) -> logsumexp::Grad {
     }
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn through_custom(w: &[f64], scale: f64) -> f64 {
     let mut z = Vec::new();
     for v in w {
@@ -450,7 +450,7 @@ fn through_custom(w: &[f64], scale: f64) -> f64 {
     logsumexp(&z) * scale
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn preaccumulated(w: &[f64], #[no_grad] x: &[f64]) -> f64 {
     let mut total = 0.0;
     #[preaccumulate]
@@ -461,7 +461,7 @@ fn preaccumulated(w: &[f64], #[no_grad] x: &[f64]) -> f64 {
     total
 }
 
-#[differentiate]
+#[differentiate(tape)]
 fn primitives(a: &[f64], b: &[f64]) -> f64 {
     deltad::dot(a, b) + deltad::sum(a) * deltad::log_sum_exp(b)
 }
@@ -511,5 +511,43 @@ fn custom_preaccumulated_and_vector_primitive_bindings() {
         &sweep_over_edges(&graph),
         "primitives: sweep over the edges",
     );
+    check_dot(&graph);
+}
+
+/// Compiled (no `tape` argument): on a caller's tape it is one binding whose
+/// terms are its partial derivatives.
+#[differentiate]
+fn compiled_cube(x: f64, w: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..w.len() {
+        s += w[i] * x * x * x;
+    }
+    s
+}
+
+#[differentiate(tape)]
+fn calls_compiled(x: f64, w: &[f64], y: f64) -> f64 {
+    compiled_cube(x, w) * y
+}
+
+#[test]
+fn a_compiled_function_is_one_node_on_a_tape() {
+    let (x, w, y) = (0.6, [1.5, -0.5], 2.0);
+    let graph = calls_compiled::tape_graph(x, &w, y);
+    // x, w[0], w[1], y, the compiled call, the product.
+    assert_eq!((graph.len(), graph.inputs().count()), (6, 4));
+    let total: f64 = w.iter().sum();
+    assert_close(&[partial(&graph, 4, 0)], &[3.0 * x * x * total], "∂call/∂x");
+    assert_close(&[partial(&graph, 4, 1)], &[x * x * x], "∂call/∂w[0]");
+    assert_close(&[partial(&graph, 4, 2)], &[x * x * x], "∂call/∂w[1]");
+    let g = calls_compiled::grad(x, &w, y);
+    assert_close(
+        &[g.x, g.y],
+        &[3.0 * x * x * total * y, x * x * x * total],
+        "gradient",
+    );
+    // The compiled function's own graph: its inputs and one node.
+    let own = compiled_cube::tape_graph(x, &w);
+    assert_eq!((own.len(), own.inputs().count()), (4, 3));
     check_dot(&graph);
 }

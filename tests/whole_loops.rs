@@ -139,7 +139,8 @@ fn values_that_do_not_reach_the_output_contribute_exactly_zero() {
 /// new `prev` with respect to the old one, -(x - 1), depends only on the
 /// invariant `x`, so it is stored once for the whole loop; the one with
 /// respect to `x`, -prev, is stored once per iteration though two states use it.
-#[differentiate]
+/// (On the tape: what it stores is what this test is about.)
+#[differentiate(tape)]
 fn taylor(x: f64, iters: usize) -> f64 {
     let mut prev = 1.0;
     let mut acc = 1.0;

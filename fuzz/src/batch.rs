@@ -68,6 +68,8 @@ pub struct Counts {
     pub skipped_range: usize,
     pub components: usize,
     pub components_skipped: usize,
+    /// 1 if the program's entry function took the compiled path.
+    pub compiled_path: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -253,8 +255,9 @@ fn one(name: &str, seed: u64, points: usize, run: fn(u64, usize, &mut check::Out
         }
         Ok(()) => {
             println!(
-                "RESULT\t{name}\t{}\t{}\t{}\t{}\t{}\t{}",
-                out.points, out.checked, out.skipped_fd, out.skipped_range, out.components, out.components_skipped
+                "RESULT\t{name}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                out.points, out.checked, out.skipped_fd, out.skipped_range, out.components, out.components_skipped,
+                usize::from(out.compiled)
             );
             if let Some(f) = out.failures.first() {
                 println!("FAIL\t{name}\t{}", clean(f));
@@ -306,7 +309,7 @@ fn parse_output(stdout: &str) -> Vec<ProgramResult> {
     for line in stdout.lines() {
         let fields: Vec<&str> = line.split('\t').collect();
         match fields.as_slice() {
-            ["RESULT", name, rest @ ..] if rest.len() == 6 => {
+            ["RESULT", name, rest @ ..] if rest.len() == 7 => {
                 let n: Vec<usize> = rest.iter().map(|v| v.parse().unwrap_or(0)).collect();
                 results.push(ProgramResult {
                     name: name.to_string(),
@@ -318,6 +321,7 @@ fn parse_output(stdout: &str) -> Vec<ProgramResult> {
                         skipped_range: n[3],
                         components: n[4],
                         components_skipped: n[5],
+                        compiled_path: n[6],
                     },
                 });
             }

@@ -21,8 +21,21 @@ pub fn program(p: &Program) -> String {
     }
     for f in &p.funcs {
         w.line("");
-        func(&mut w, f);
+        func(&mut w, f, "#[differentiate]");
     }
+    // The same functions forced onto the tape: the other engine, checked
+    // against the first.
+    w.line("");
+    w.line("pub mod tape {");
+    w.indent += 1;
+    w.line("use super::*;");
+    w.line("use deltad::differentiate;");
+    for f in &p.funcs {
+        w.line("");
+        func(&mut w, f, "#[differentiate(tape)]");
+    }
+    w.indent -= 1;
+    w.line("}");
     w.line("");
     run(&mut w, p.entry());
     w.out
@@ -40,7 +53,7 @@ pub fn functions(p: &Program) -> String {
         w.line("");
     }
     for f in &p.funcs {
-        func(&mut w, f);
+        func(&mut w, f, "#[differentiate]");
         w.line("");
     }
     w.out
@@ -74,9 +87,9 @@ fn param_decl(p: &Param) -> String {
     }
 }
 
-fn func(w: &mut Writer, f: &Func) {
+fn func(w: &mut Writer, f: &Func, attribute: &str) {
     let params: Vec<String> = f.params.iter().map(param_decl).collect();
-    w.line("#[differentiate]");
+    w.line(attribute);
     w.line(&format!(
         "pub fn {}({}) -> f64 {{",
         f.name,
@@ -464,7 +477,18 @@ fn run(w: &mut Writer, f: &Func) {
         flatten.join(" ")
     ));
     w.line(&format!(
+        "let flatten_tape = |g: tape::{name}::Grad| {{ let mut flat: Vec<f64> = Vec::new(); {} flat }};",
+        flatten.join(" ")
+    ));
+    w.line(&format!(
         "let value_and_grad = |p: &[f64]| {{ let (v, g) = {name}::value_and_grad({args}); (v, flatten(g)) }};"
+    ));
+    w.line(&format!(
+        "let tape_value_and_grad = |p: &[f64]| {{ let (v, g) = tape::{name}::value_and_grad({args}); (v, flatten_tape(g)) }};"
+    ));
+    w.line(&format!(
+        "out.compiled = {name}::tape_stats({args_at_x}).compiled;",
+        args_at_x = args.replace("p[", "x[").replace("&p[", "&x[")
     ));
     w.line(&format!(
         "let jvp = |p: &[f64], s: &[f64]| {name}::jvp({args}, &{name}::Grad {{ {} }});",
@@ -473,7 +497,9 @@ fn run(w: &mut Writer, f: &Func) {
     w.line(&format!(
         "let vjp = |p: &[f64], t: f64| {{ let (v, g) = {name}::vjp({args}, t); (v, flatten(g)) }};"
     ));
-    w.line("check_point(&x, &eval, &value_and_grad, &jvp, &vjp, &mut rng, out);");
+    w.line(
+        "check_point(&x, &eval, &value_and_grad, &tape_value_and_grad, &jvp, &vjp, &mut rng, out);",
+    );
     w.indent -= 1;
     w.line("}");
     w.indent -= 1;

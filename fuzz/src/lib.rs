@@ -65,6 +65,8 @@ pub struct Summary {
     pub skipped_range: usize,
     pub components: usize,
     pub components_skipped: usize,
+    /// Programs whose entry function took the compiled path.
+    pub compiled_path: usize,
     pub failures: Vec<Failure>,
     pub builds: usize,
     pub compile_time: Duration,
@@ -96,7 +98,7 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> std::io::Result<Summar
         add(&mut summary, &report);
         log(&format!(
             "programs {}..{}: compiled in {:.1?} ({} build{}), ran in {:.1?}, {} failing so far; \
-             so far {} compiled, {} points, {} fully checked, {} skipped (finite differences), \
+             so far {} compiled ({} on the compiled path), {} points, {} fully checked, {} skipped (finite differences), \
              {} out of range",
             index,
             index + n,
@@ -106,6 +108,7 @@ pub fn run(config: &Config, log: &mut dyn FnMut(&str)) -> std::io::Result<Summar
             report.run_time,
             summary.failures.len() + failures_of(&report).len(),
             summary.compiled,
+            summary.compiled_path,
             summary.points,
             summary.checked,
             summary.skipped_fd,
@@ -176,6 +179,7 @@ fn add(summary: &mut Summary, report: &BatchReport) {
         summary.skipped_range += c.skipped_range;
         summary.components += c.components;
         summary.components_skipped += c.components_skipped;
+        summary.compiled_path += c.compiled_path;
     }
 }
 
@@ -183,6 +187,7 @@ impl Summary {
     pub fn report(&self) -> String {
         format!(
             "programs generated {}, compiled {}, passed every check {}, failing {}\n\
+             entry functions on the compiled path {} (the rest on the tape)\n\
              points {}: fully checked {}, partly skipped (untrustworthy finite difference) {}, \
              out of range {}\n\
              gradient components compared {}, skipped {}\n\
@@ -191,6 +196,7 @@ impl Summary {
             self.compiled,
             self.passed,
             self.failures.len(),
+            self.compiled_path,
             self.points,
             self.checked,
             self.skipped_fd,

@@ -7,7 +7,10 @@
 //!   finite difference can be trusted (see `fd_component`);
 //! - the dot-product identity `t · (J s) = <Jᵀ t, s>` holds between `jvp`
 //!   (forward mode) and `vjp` (reverse mode) for a random tangent `s` and
-//!   seed `t`.
+//!   seed `t`;
+//! - the gradient equals the one of the same program forced onto the tape
+//!   (`#[differentiate(tape)]`) to rounding, and so do their values, bit for
+//!   bit.
 #![allow(dead_code)]
 
 /// SplitMix64, as in the fuzz crate.
@@ -51,6 +54,8 @@ pub struct Outcome {
     /// Components compared / not trusted.
     pub components: usize,
     pub components_skipped: usize,
+    /// The entry function took the compiled path.
+    pub compiled: bool,
     pub failures: Vec<String>,
 }
 
@@ -102,10 +107,12 @@ fn fd_component(eval: &dyn Fn(&[f64]) -> f64, x: &[f64], i: usize) -> Option<f64
     Some((4.0 * d2 - d1) / 3.0)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn check_point(
     x: &[f64],
     eval: &dyn Fn(&[f64]) -> f64,
     value_and_grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    tape_value_and_grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
     jvp: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
     vjp: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
     rng: &mut Rng,
@@ -131,6 +138,28 @@ pub fn check_point(
             x.len()
         ));
         return;
+    }
+    // The other engine: same value, same gradient to rounding. The engines
+    // add the same partial products in different orders (each sum rounded
+    // once per term), so they agree to a few ulps of the terms' magnitudes;
+    // 1e-9 relative to max(1, |component|) leaves a wide margin below the
+    // O(1) error of a wrong or missing partial.
+    let (tv, tg) = tape_value_and_grad(x);
+    if !same(tv, value) {
+        out.failures.push(format!(
+            "value: the tape gives {tv:e}, the function {value:e} at x = {x:?}"
+        ));
+        return;
+    }
+    for i in 0..x.len() {
+        let tol = 1e-9 * tg[i].abs().max(1.0);
+        if !((g[i] - tg[i]).abs() <= tol) && !same(g[i], tg[i]) {
+            out.failures.push(format!(
+                "engines: component {i}: compiled {:e}, tape {:e} at x = {x:?}; gradients {g:?} vs {tg:?}",
+                g[i], tg[i]
+            ));
+            return;
+        }
     }
     let mut all_trusted = true;
     for i in 0..x.len() {

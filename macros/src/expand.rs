@@ -10,11 +10,11 @@ use crate::emit::{self, Bodies, RecordingPass, Target};
 use crate::errors::Errors;
 use crate::macro_args::MacroTable;
 use crate::names::Names;
-use crate::options::Options;
+use crate::options::{EnginePath, Options};
 use crate::rewrite::Rewriter;
 use crate::shape::Shape;
 use crate::signature::{self, Output, Signature};
-use crate::{activity, check, impl_block, relocate, types};
+use crate::{activity, analyze, check, impl_block, ir, relocate, types};
 
 pub fn differentiate(attr: TokenStream, item: TokenStream) -> TokenStream {
     let errors = Errors::default();
@@ -144,10 +144,66 @@ pub(crate) fn derivatives(
     } else {
         Bodies::Stub
     };
+    let compiled = match (&bodies, &signature) {
+        (Bodies::Real(_), Some(signature)) => compile(target, signature, options),
+        (Bodies::Custom(_), _) => Err((
+            None,
+            "it is a custom primitive (its derivative is the one given)".to_string(),
+        )),
+        _ => Err((None, "its signature or body has errors".to_string())),
+    };
+    let engine = match &compiled {
+        Ok(compiled) => emit::Engine::Compiled(compiled),
+        Err((span, reason)) => {
+            if let Some((EnginePath::Compiled, flag)) = &options.path {
+                if errors.is_empty() {
+                    errors.at_span(
+                        span.unwrap_or_else(|| flag.span()),
+                        format!("#[differentiate(compiled)]: this function cannot take the compiled path: {reason}"),
+                    );
+                }
+            }
+            emit::Engine::Tape(reason.clone())
+        }
+    };
+    let bodies = if errors.is_empty() {
+        bodies
+    } else {
+        Bodies::Stub
+    };
     (
-        emit::module(target, signature.as_ref(), bodies),
+        emit::module(target, signature.as_ref(), bodies, &engine),
         signature.is_some(),
     )
+}
+
+/// Lowers and analyzes the function for the compiled path, or says why it
+/// stays on the tape (with the construct's span where there is one).
+fn compile(
+    target: &Target,
+    signature: &Signature,
+    options: &Options,
+) -> Result<emit::compiled::Compiled, (Option<Span>, String)> {
+    if let Some((EnginePath::Tape, _)) = options.path {
+        return Err((
+            None,
+            "`#[differentiate(tape)]` asks for the tape".to_string(),
+        ));
+    }
+    if target.method.is_some() {
+        return Err((None, "methods are not on the compiled path yet".to_string()));
+    }
+    if !emit::has_compiled_convention(signature) {
+        return Err((
+            None,
+            "its parameters or result are not on the compiled path yet (it takes reals, slices, `Vec`s and arrays of reals and plain values, and returns a real)".to_string(),
+        ));
+    }
+    let mut body = target.function.block.clone();
+    relocate::body(&mut body);
+    let function = ir::lower(signature, &body).map_err(|u| (Some(u.span), u.message))?;
+    let analysis = analyze::analyze(&function, signature).map_err(|u| (Some(u.span), u.message))?;
+    Ok(emit::compiled::Compiled { function, analysis })
 }
 
 /// The environment variable that prints expansions: a function name, a

@@ -2,6 +2,7 @@
 //! the `deltad` crate, which documents them.
 
 mod activity;
+mod analyze;
 #[cfg(test)]
 mod big_function;
 mod check;
@@ -12,6 +13,7 @@ mod expand;
 mod functions;
 mod fusion;
 mod impl_block;
+mod ir;
 mod loops;
 mod macro_args;
 mod methods;

@@ -138,7 +138,7 @@ impl<'ast> Visit<'ast> for Builder<'_> {
     fn visit_item(&mut self, _item: &'ast syn::Item) {}
 }
 
-fn parse_vec_args(input: ParseStream) -> syn::Result<MacroArgs> {
+pub(crate) fn parse_vec_args(input: ParseStream) -> syn::Result<MacroArgs> {
     if input.is_empty() {
         return Ok(MacroArgs::List(Vec::new()));
     }

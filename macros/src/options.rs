@@ -5,6 +5,11 @@
 //!   gradient (`Grad`) for a real output, or one `Grad` per real of the
 //!   output (the rows of the Jacobian) for a structured output. Calls record
 //!   one binding per output real, whose partial derivatives are those rows.
+//! * `compiled`: the function must take the compiled path (a generated
+//!   adjoint); anything that would keep it on the tape is a compile error
+//!   at the construct.
+//! * `tape`: the function takes the tape path even if it is in the compiled
+//!   subset (for comparing the two, and for `tape_graph`-centred work).
 
 use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream};
@@ -17,20 +22,37 @@ use crate::errors::Errors;
 pub(crate) struct Options {
     /// The derivative function of a custom primitive.
     pub custom: Option<Path>,
+    /// Which engine the function must take, if the user chose.
+    pub path: Option<(EnginePath, Ident)>,
 }
 
-/// `name = value`.
+/// The engine a function's derivatives run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EnginePath {
+    /// Generated forward pass and adjoint.
+    Compiled,
+    /// The recording pass and the tape.
+    Tape,
+}
+
+/// `name = value` or a flag `name`.
 struct Setting {
     name: Ident,
-    value: Path,
+    value: Option<Path>,
 }
 
 impl Parse for Setting {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let name: Ident = input.parse()?;
+        if !input.peek(Token![=]) {
+            return Ok(Setting { name, value: None });
+        }
         input.parse::<Token![=]>()?;
         let value: Path = input.parse()?;
-        Ok(Setting { name, value })
+        Ok(Setting {
+            name,
+            value: Some(value),
+        })
     }
 }
 
@@ -47,20 +69,38 @@ impl Options {
             Err(_) => {
                 errors.at(
                     &tokens,
-                    "#[differentiate] takes no arguments, or `custom = path::to::derivative`",
+                    "#[differentiate] takes no arguments, or `custom = path::to::derivative`, `compiled`, `tape`",
                 );
                 return options;
             }
         };
         for setting in settings {
-            match setting.name.to_string().as_str() {
-                "custom" if options.custom.is_none() => options.custom = Some(setting.value),
-                "custom" => errors.at(&setting.name, "`custom` is given twice"),
-                _ => errors.at(
+            let name = setting.name.to_string();
+            match (name.as_str(), setting.value) {
+                ("custom", Some(value)) if options.custom.is_none() => options.custom = Some(value),
+                ("custom", Some(_)) => errors.at(&setting.name, "`custom` is given twice"),
+                ("compiled" | "tape", None) if options.path.is_none() => {
+                    let path = if name == "compiled" {
+                        EnginePath::Compiled
+                    } else {
+                        EnginePath::Tape
+                    };
+                    options.path = Some((path, setting.name));
+                }
+                ("compiled" | "tape", None) => errors.at(
+                    &setting.name,
+                    "choose one of `compiled` and `tape`, once",
+                ),
+                ("custom", None) => errors.at(
+                    &setting.name,
+                    "`custom` needs the derivative function: `custom = path::to::derivative`",
+                ),
+                (_, value) => errors.at(
                     &setting.name,
                     format!(
-                        "unknown #[differentiate] argument `{}`: the only argument is `custom = path::to::derivative`",
-                        setting.name
+                        "unknown #[differentiate] argument `{}{}`: the arguments are `custom = path::to::derivative`, `compiled` (a compile error unless the function takes the compiled path) and `tape` (use the tape even if the compiled path would do)",
+                        setting.name,
+                        if value.is_some() { " = .." } else { "" }
                     ),
                 ),
             }

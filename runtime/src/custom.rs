@@ -98,3 +98,27 @@ pub fn custom_output<'t, P: Primitive, S: Scalar<Prim = P> + 't, R: Differentiab
     );
     output
 }
+
+/// The output of a compiled function called from a recording pass: one
+/// binding whose terms are the partial derivatives its generated adjoint
+/// computed, `partials[j]` for input `inputs[j]` (constant inputs, and
+/// exactly zero partials, left out). A function of constants is a constant.
+pub fn compiled_output<'t, S: Scalar>(
+    tape: &'t Tape<S>,
+    value: S,
+    inputs: &[Option<DeltaId>],
+    partials: &[S],
+) -> Real<'t, S> {
+    let terms: Vec<(S, DeltaId)> = inputs
+        .iter()
+        .zip(partials)
+        .filter_map(|(input, partial)| match input {
+            Some(id) if !partial.is_zero() => Some((*partial, *id)),
+            _ => None,
+        })
+        .collect();
+    if terms.is_empty() {
+        return Real::constant(value);
+    }
+    Real::with_id(tape, value, tape.push_terms(terms))
+}

@@ -204,6 +204,9 @@ impl<S: Scalar> Scalar for Dual<S> {
     fn with_tape<R>(f: impl FnOnce(&crate::tape::Tape<Self>, &mut Vec<Self>) -> R) -> R {
         S::with_dual_tape(f)
     }
+    fn with_stack<R>(f: impl FnOnce(&mut crate::compiled::Stack<Self>) -> R) -> R {
+        S::with_dual_stack(f)
+    }
 
     fn first_order(self) -> Option<(S::Prim, S::Prim)> {
         if S::NESTED {

@@ -13,6 +13,7 @@
 mod accumulate;
 mod check;
 mod checkpoint;
+mod compiled;
 mod convert;
 mod custom;
 mod differentiable;
@@ -33,6 +34,7 @@ mod vector;
 mod wrapper;
 
 pub use check::{DerivativeCheck, Mismatch};
+pub use compiled::StackStats;
 pub use differentiable::{Differentiable, DualOf, GradElement, IntoDual};
 pub use dual::Dual;
 pub use graph::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
@@ -120,8 +122,12 @@ pub mod __private {
     pub use crate::checkpoint::{
         checkpointed_call, CheckpointRecorder, OwnedConstant, Rerun, Step,
     };
+    pub use crate::compiled::{
+        lifted, machine_value, with_stack, ArrayParam, Bits, Discard, NoRecord, PassActive,
+        PassConstant, PlainParam, RealParam, Record, ScalarSink, SliceParam, SliceSink, Stack,
+    };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
-    pub use crate::custom::{custom_output, input_leaves};
+    pub use crate::custom::{compiled_output, custom_output, input_leaves};
     pub use crate::differentiable::{into_dual, Differentiable, DualOf, GradElement, IntoDual};
     pub use crate::dual::Dual;
     pub use crate::forward::{dual_constant, forward_tangent, forward_value, split_duals, Seeds};
@@ -132,6 +138,7 @@ pub mod __private {
     pub use crate::real::Real;
     pub use crate::scalar::{Primitive, Scalar};
     pub use crate::tape::{DeltaId, Tape, TapeStats};
+    pub use crate::vector::compiled as vector;
     pub use crate::vector::Operand;
     pub use crate::wrapper::{
         add_gathered, input, input_array, input_slice, output_leaves, output_value, seed_and_sweep,

@@ -89,4 +89,5 @@ pub fn release_pooled_tapes() {
     release(&F32_TAPES);
     release(&DUAL_F64_TAPES);
     release(&DUAL_F32_TAPES);
+    crate::compiled::release_pooled_stacks();
 }

@@ -11,6 +11,7 @@ use core::ops::{
     Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
 };
 
+use crate::compiled::Stack;
 use crate::dual::Dual;
 use crate::tape::Tape;
 
@@ -184,6 +185,27 @@ pub trait Scalar:
         let mut adjoints = Vec::new();
         f(&tape, &mut adjoints)
     }
+
+    /// Runs `f` with an empty stack for compiled adjoints. Machine floats
+    /// and their dual numbers reuse per-thread stacks; other scalars
+    /// allocate.
+    #[doc(hidden)]
+    fn with_stack<R>(f: impl FnOnce(&mut Stack<Self>) -> R) -> R {
+        f(&mut Stack::new())
+    }
+
+    /// `with_stack` for the dual numbers over this scalar.
+    #[doc(hidden)]
+    fn with_dual_stack<R>(f: impl FnOnce(&mut Stack<Dual<Self>>) -> R) -> R {
+        f(&mut Stack::new())
+    }
+
+    /// Constants of the machine float as scalars of this type (borrowed when
+    /// this type is the machine float itself).
+    #[doc(hidden)]
+    fn lift_slice(values: &[Self::Prim]) -> std::borrow::Cow<'_, [Self]> {
+        std::borrow::Cow::Owned(values.iter().map(|&value| Self::from_prim(value)).collect())
+    }
 }
 
 /// The machine floats at the bottom of every scalar: `f64` and `f32`.
@@ -238,7 +260,7 @@ pub trait Primitive: Scalar<Prim = Self> + Default + 'static {
 }
 
 macro_rules! machine_float {
-    ($t:ident, $pool:ident, $dual_pool:ident) => {
+    ($t:ident, $pool:ident, $dual_pool:ident, $stacks:ident, $dual_stacks:ident) => {
         impl sealed::Sealed for $t {}
 
         impl Scalar for $t {
@@ -288,6 +310,21 @@ macro_rules! machine_float {
 
             fn with_dual_tape<R>(f: impl FnOnce(&Tape<Dual<$t>>, &mut Vec<Dual<$t>>) -> R) -> R {
                 crate::pool::with_pooled_tape(&crate::pool::$dual_pool, f)
+            }
+
+            #[inline]
+            fn with_stack<R>(f: impl FnOnce(&mut Stack<$t>) -> R) -> R {
+                crate::compiled::with_pooled_stack(&crate::compiled::$stacks, f)
+            }
+
+            #[inline]
+            fn with_dual_stack<R>(f: impl FnOnce(&mut Stack<Dual<$t>>) -> R) -> R {
+                crate::compiled::with_pooled_stack(&crate::compiled::$dual_stacks, f)
+            }
+
+            #[inline(always)]
+            fn lift_slice(values: &[$t]) -> std::borrow::Cow<'_, [$t]> {
+                std::borrow::Cow::Borrowed(values)
             }
         }
 
@@ -357,5 +394,5 @@ macro_rules! machine_float {
     };
 }
 
-machine_float!(f64, F64_TAPES, DUAL_F64_TAPES);
-machine_float!(f32, F32_TAPES, DUAL_F32_TAPES);
+machine_float!(f64, F64_TAPES, DUAL_F64_TAPES, F64_STACKS, DUAL_F64_STACKS);
+machine_float!(f32, F32_TAPES, DUAL_F32_TAPES, F32_STACKS, DUAL_F32_STACKS);

@@ -548,23 +548,61 @@ impl<S> fmt::Debug for Tape<S> {
 ///     s
 /// }
 ///
+/// // compiled: the adjoint evaluates `x[i] * x[i]` again, nothing is kept
 /// let stats = norm2::tape_stats(&[1.0, 2.0, 3.0]);
+/// assert!(stats.compiled);
+/// assert_eq!((stats.bindings, stats.reals, stats.bytes_used), (0, 0, 0));
+///
+/// #[deltad::differentiate(tape)]
+/// fn norm2_on_tape(x: &[f64]) -> f64 {
+///     let mut s = 0.0;
+///     for i in 0..x.len() {
+///         s += x[i] * x[i];
+///     }
+///     s
+/// }
+///
+/// let stats = norm2_on_tape::tape_stats(&[1.0, 2.0, 3.0]);
 /// // three inputs and one binding for the whole sum, with a term per element
 /// assert_eq!((stats.bindings, stats.inputs, stats.terms), (4, 3, 3));
 /// assert!(stats.bytes_used <= stats.bytes_reserved);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TapeStats {
+    /// True if the function took the compiled path: nothing is recorded on
+    /// a tape, and `reals`, `words` and the bytes count what its forward
+    /// pass keeps on the stack for its adjoint.
+    pub compiled: bool,
     /// Bindings recorded, inputs included.
     pub bindings: usize,
     /// Bindings that are inputs (no terms).
     pub inputs: usize,
     /// Terms (coefficient, argument) over all bindings.
     pub terms: usize,
-    /// Bytes the recorded terms occupy.
+    /// Compiled path: reals the forward pass keeps for the adjoint.
+    pub reals: usize,
+    /// Compiled path: discrete words the forward pass keeps (decisions,
+    /// trip counts, exit points, indices).
+    pub words: usize,
+    /// Bytes the recorded terms (or the kept values) occupy.
     pub bytes_used: usize,
-    /// Bytes the tape's buffer has reserved (at least `bytes_used`).
+    /// Bytes the tape's (or the stack's) buffers have reserved (at least
+    /// `bytes_used`).
     pub bytes_reserved: usize,
+}
+
+impl TapeStats {
+    /// The statistics of what a compiled forward pass kept.
+    pub fn of_stack(stack: crate::compiled::StackStats) -> TapeStats {
+        TapeStats {
+            compiled: true,
+            reals: stack.reals,
+            words: stack.words,
+            bytes_used: stack.bytes_used,
+            bytes_reserved: stack.bytes_reserved,
+            ..TapeStats::default()
+        }
+    }
 }
 
 impl<S> Tape<S> {
@@ -640,6 +678,7 @@ impl<S> Tape<S> {
             terms: b.args.len() + b.external_terms(),
             bytes_used: b.bytes_used(),
             bytes_reserved: b.bytes_reserved(),
+            ..TapeStats::default()
         }
     }
 

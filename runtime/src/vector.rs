@@ -176,9 +176,10 @@ fn log_sum_exp_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
 
 /// The sum of the elements, as one binding with a term per element.
 ///
-/// In a `#[differentiate]` function this records a single binding (one
-/// term per differentiated element) however long the slice is; elsewhere it
-/// is an ordinary sum, left to right.
+/// In a `#[differentiate]` function on the tape this records a single
+/// binding (one term per differentiated element) however long the slice is;
+/// a compiled adjoint adds the sum's adjoint to each element's directly;
+/// elsewhere it is an ordinary sum, left to right.
 ///
 /// ```
 /// #[deltad::differentiate]
@@ -188,7 +189,12 @@ fn log_sum_exp_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
 ///
 /// assert_eq!(deltad::sum(&[1.0, 2.0, 3.0]), 6.0);
 /// assert_eq!(mean::grad(&[1.0, 2.0, 3.0, 4.0]).x, vec![0.25; 4]);
-/// assert_eq!(mean::tape_stats(&[1.0; 100]).bindings, 102); // inputs, the sum, the division
+///
+/// #[deltad::differentiate(tape)]
+/// fn mean_on_tape(x: &[f64]) -> f64 {
+///     deltad::sum(x) / x.len() as f64
+/// }
+/// assert_eq!(mean_on_tape::tape_stats(&[1.0; 100]).bindings, 102); // inputs, the sum, the division
 /// ```
 pub fn sum<P: Primitive>(values: &[P]) -> P {
     sum_of(values.len(), |i| values[i])
@@ -294,5 +300,69 @@ pub mod log_sum_exp {
                 push((values.value(i) - value).exp(), values.id(i));
             }
         })
+    }
+}
+
+/// The vector primitives on the compiled path: values on any scalar (the
+/// same operations in the same order as the plain functions), and their
+/// adjoints added into sinks.
+pub mod compiled {
+    use super::{assert_same_length, dot_of, log_sum_exp_of, sum_of};
+    use crate::compiled::SliceSink;
+    use crate::scalar::{Primitive, Scalar};
+
+    /// Σ v_i.
+    #[inline]
+    pub fn sum<S: Scalar>(values: &[S]) -> S {
+        sum_of(values.len(), |i| values[i])
+    }
+
+    /// Σ a_i b_i.
+    #[inline]
+    pub fn dot<S: Scalar>(a: &[S], b: &[S]) -> S {
+        assert_same_length(a.len(), b.len());
+        dot_of(a.len(), |i| a[i], |i| b[i])
+    }
+
+    /// ln Σ exp(v_i).
+    #[inline]
+    pub fn log_sum_exp<S: Scalar>(values: &[S]) -> S {
+        log_sum_exp_of(values.len(), |i| values[i])
+    }
+
+    /// Adds `adjoint` to the adjoint of each of `len` elements.
+    #[inline]
+    pub fn sum_adjoint<S: Scalar>(len: usize, sink: &mut impl SliceSink<S>, adjoint: S) {
+        for i in 0..len {
+            *sink.at(i) += adjoint;
+        }
+    }
+
+    /// Adds `adjoint · b_i` to a's adjoints and `adjoint · a_i` to b's.
+    #[inline]
+    pub fn dot_adjoint<S: Scalar>(
+        a: &[S],
+        b: &[S],
+        sink_a: &mut impl SliceSink<S>,
+        sink_b: &mut impl SliceSink<S>,
+        adjoint: S,
+    ) {
+        for i in 0..a.len() {
+            *sink_a.at(i) += adjoint * b[i];
+            *sink_b.at(i) += adjoint * a[i];
+        }
+    }
+
+    /// Adds `adjoint · exp(v_i - lse(v))` (the softmax weights) to the
+    /// adjoints; nothing where the value is not finite (as on the tape).
+    #[inline]
+    pub fn log_sum_exp_adjoint<S: Scalar>(values: &[S], sink: &mut impl SliceSink<S>, adjoint: S) {
+        let value = log_sum_exp(values);
+        if !Primitive::is_finite(value.to_prim()) {
+            return;
+        }
+        for (i, &v) in values.iter().enumerate() {
+            *sink.at(i) += adjoint * (v - value).exp();
+        }
     }
 }

@@ -84,6 +84,8 @@ impl Generator<'_> {
         );
         let body = if stub {
             quote!(::core::unreachable!())
+        } else if self.compiled.is_some() {
+            self.compiled_jvp_body(&tangent)
         } else {
             let tape = &self.names.tape;
             let seeds = self.names.local("seeds");
@@ -212,8 +214,15 @@ impl Generator<'_> {
                 body
             }
         };
-        let once = self.forward_over_reverse(&seeds, false);
-        let repeated = self.forward_over_reverse(&seeds, true);
+        let (once, repeated) = if self.compiled.is_some() {
+            let pass = self.compiled_forward_over_reverse(&seeds);
+            (pass.clone(), pass)
+        } else {
+            (
+                self.forward_over_reverse(&seeds, false),
+                self.forward_over_reverse(&seeds, true),
+            )
+        };
         let count = self.input_count();
         // The diagonal as a `Grad`, read from a flat list.
         let fields = self.inputs(&reader).fields;

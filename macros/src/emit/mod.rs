@@ -38,7 +38,10 @@ use syn::{GenericParam, Ident, ItemFn};
 use crate::names::{items, Names};
 use crate::signature::{Output, ParamKind, Signature};
 
+mod bridge;
 mod checkpointed;
+pub(crate) mod compiled;
+mod compiled_wrappers;
 #[cfg(test)]
 mod docs_check;
 mod forward;
@@ -104,10 +107,20 @@ pub(crate) struct MethodTarget {
     pub has_receiver: bool,
 }
 
+pub(crate) use bridge::has_compiled_convention;
+
+/// Which engine a function took, and why not the compiled one.
+pub(crate) enum Engine<'a> {
+    Compiled(&'a compiled::Compiled),
+    /// On the tape, for this reason.
+    Tape(String),
+}
+
 pub(crate) fn module(
     target: &Target,
     signature: Option<&Signature>,
     bodies: Bodies,
+    engine: &Engine,
 ) -> TokenStream {
     let name = &target.module;
     let vis = target.vis;
@@ -126,17 +139,38 @@ pub(crate) fn module(
          recording keeps. Every function takes the same arguments as \
          `{function_name}` (plus a seed or tangent where it needs one)."
     );
+    let engine_doc = match engine {
+        Engine::Compiled(_) => {
+            "\n\n**Engine: compiled.** The derivatives run a generated forward pass and \
+             adjoint (no tape): `#[differentiate]` compiled the reverse sweep of this function."
+                .to_string()
+        }
+        Engine::Tape(reason) => format!(
+            "\n\n**Engine: tape.** The derivatives record the function's operations on a tape \
+             and sweep it, because {reason}. (`#[differentiate(compiled)]` makes this a \
+             compile error.)"
+        ),
+    };
+    let module_doc = format!("{module_doc}{engine_doc}");
+    let compiled = match engine {
+        Engine::Compiled(compiled) => Some(*compiled),
+        Engine::Tape(_) => None,
+    };
     let contents = match signature {
-        Some(signature) => Generator::new(target, signature).items(bodies),
+        Some(signature) => Generator::new(target, signature, compiled).items(bodies),
         None => TokenStream::new(),
     };
     let exports = signature.map(|signature| exports(signature, &impl_module));
+    let markers = signature
+        .filter(|signature| has_compiled_convention(signature))
+        .map(compiled::Passes::markers);
     quote! {
         #(#cfgs)*
         #[doc = #module_doc]
         #[allow(warnings, unused, missing_docs, clippy::all, clippy::pedantic, clippy::nursery)]
         #vis mod #name {
             #exports
+            #markers
             mod #impl_module {
                 use super::super::*;
                 use ::deltad::__private::methods::*;
@@ -162,6 +196,15 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
     if signature.takes_functions() {
         return record;
     }
+    let compiled_passes = has_compiled_convention(signature).then(|| {
+        let (fwd, adj) = (name_of(compiled::FWD_FN), name_of(compiled::ADJ_FN));
+        quote! {
+            #[doc(hidden)]
+            pub use self::#impl_module::#fwd as __fwd;
+            #[doc(hidden)]
+            pub use self::#impl_module::#adj as __adj;
+        }
+    });
     let (grad, grad_fn, value_and_grad_fn, vjp_fn, jacobian_fn, check_fn) = (
         name_of(items::GRAD),
         name_of(items::GRAD_FN),
@@ -255,6 +298,7 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         #(#nested_exports)*
         #checkpointed_export
         #record
+        #compiled_passes
     }
 }
 
@@ -263,6 +307,8 @@ struct Generator<'a> {
     signature: &'a Signature,
     names: Names,
     prim: Ident,
+    /// The compiled passes, when the function took the compiled path.
+    compiled: Option<&'a compiled::Compiled>,
 }
 
 /// How the inputs of an evaluation are made.
@@ -302,13 +348,18 @@ struct Inputs {
 }
 
 impl<'a> Generator<'a> {
-    fn new(target: &'a Target<'a>, signature: &'a Signature) -> Self {
+    fn new(
+        target: &'a Target<'a>,
+        signature: &'a Signature,
+        compiled: Option<&'a compiled::Compiled>,
+    ) -> Self {
         let names = Names::new(signature.precision);
         Generator {
             target,
             signature,
             prim: signature.precision.ident(Span::call_site()),
             names,
+            compiled,
         }
     }
 
@@ -328,7 +379,15 @@ impl<'a> Generator<'a> {
             )
         };
         let forwarders = self.forwarders();
+        let passes = match self.compiled {
+            Some(compiled) if !stub => compiled::Passes::new(compiled, self.signature).items(),
+            _ if self.signature.takes_functions() => TokenStream::new(),
+            _ => self.bridge(stub),
+        };
         let (record, aliases) = match bodies {
+            Bodies::Real(_) if self.compiled.is_some() => {
+                (self.record(record::Body::Compiled), Vec::new())
+            }
             Bodies::Real(pass) => (
                 self.record(record::Body::Rewritten(pass.body)),
                 pass.twin_aliases,
@@ -356,6 +415,7 @@ impl<'a> Generator<'a> {
             #grad_struct
             #wrappers
             #record
+            #passes
             #forwarders
             #primal_copy
             #(#aliases)*

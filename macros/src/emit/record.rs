@@ -16,6 +16,8 @@ use crate::signature::{Output, ParamKind, Passing};
 pub(super) enum Body {
     Rewritten(syn::Block),
     Custom(syn::Path),
+    /// One binding whose partials the compiled adjoint computes.
+    Compiled,
     Stub,
 }
 
@@ -211,7 +213,8 @@ impl Generator<'_> {
             &self.prim,
         );
         let signature = self.record_signature();
-        let (params, receives) = self.received(&signature, matches!(body, Body::Custom(_)));
+        let (params, receives) =
+            self.received(&signature, matches!(body, Body::Custom(_) | Body::Compiled));
         let body = match body {
             Body::Rewritten(block) => {
                 let stmts = &block.stmts;
@@ -220,6 +223,10 @@ impl Generator<'_> {
             Body::Custom(derivative) => {
                 let custom = self.custom_body(&derivative);
                 quote!(#(#receives)* #custom)
+            }
+            Body::Compiled => {
+                let node = self.compiled_node_body();
+                quote!(#(#receives)* #node)
             }
             Body::Stub => quote!(::core::unreachable!()),
         };

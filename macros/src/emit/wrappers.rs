@@ -67,8 +67,16 @@ impl Generator<'_> {
             );
             let grad_into_fn = names(items::GRAD_INTO_FN);
             let into = self.names.grad_into();
-            let grad_into_body = body(self.grad_into_body());
-            let value_and_grad_body = body(self.value_and_grad_body());
+            let (grad_into_body, value_and_grad_body) = if self.compiled.is_some() {
+                (
+                    self.compiled_grad_into_body(),
+                    self.compiled_value_and_grad_body(None),
+                )
+            } else {
+                (self.grad_into_body(), self.value_and_grad_body())
+            };
+            let grad_into_body = body(grad_into_body);
+            let value_and_grad_body = body(value_and_grad_body);
             quote! {
                 #[doc = #grad_into_doc]
                 #[inline]
@@ -111,8 +119,16 @@ impl Generator<'_> {
              and struct fields in declaration order, depth first. Records one pass and runs one \
              reverse sweep per output real over the same tape."
         );
-        let vjp_body = body(self.vjp_body(&seed));
-        let jacobian_body = body(self.jacobian_body());
+        let (vjp_body, jacobian_body) = if self.compiled.is_some() {
+            (
+                self.compiled_value_and_grad_body(Some(&seed)),
+                self.compiled_jacobian_body(),
+            )
+        } else {
+            (self.vjp_body(&seed), self.jacobian_body())
+        };
+        let vjp_body = body(vjp_body);
+        let jacobian_body = body(jacobian_body);
         let check = self.check_fn(stub);
         let stats_fn = Ident::new(items::TAPE_STATS_FN, Span::call_site());
         let stats_doc = format!(
@@ -120,7 +136,11 @@ impl Generator<'_> {
              terms and bytes held (checkpointed loops included, with the buffer their \
              recomputation uses). For measuring memory."
         );
-        let stats_body = body(self.evaluation_stats());
+        let stats_body = body(if self.compiled.is_some() {
+            self.compiled_stats_body()
+        } else {
+            self.evaluation_stats()
+        });
         let graph_fn = Ident::new(items::TAPE_GRAPH_FN, Span::call_site());
         let graph_doc = format!(
             "The tape one recording pass of `{fn_name}` makes on the given arguments, as a \

@@ -1,0 +1,35 @@
+//! Analyses over the IR, run in order: activity (which values are
+//! differentiated), the types of plain values, positions (which writes can
+//! run after a statement), and the reverse plan (what the adjoint reads and
+//! how the forward pass keeps it for it). Each only reads the IR.
+
+pub(crate) mod activity;
+pub(crate) mod positions;
+pub(crate) mod reverse;
+pub(crate) mod types;
+
+use crate::ir::{Function, Unsupported};
+use crate::signature::Signature;
+
+pub(crate) use reverse::{Establish, LoopPlan, Plan};
+pub(crate) use types::Ty;
+
+/// Everything the emitters need to know about a lowered function.
+pub(crate) struct Analysis {
+    pub active: Vec<bool>,
+    pub types: Vec<Ty>,
+    pub plan: Plan,
+}
+
+pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Analysis, Unsupported> {
+    let active = activity::analyze(function, signature);
+    activity::check(function, &active, signature.precision)?;
+    let types = types::infer(function, signature);
+    let positions = positions::Positions::new(function);
+    let plan = reverse::plan(function, &active, &positions, &types)?;
+    Ok(Analysis {
+        active,
+        types,
+        plan,
+    })
+}

@@ -1,0 +1,215 @@
+//! The types of plain (not differentiated) variables, as far as the macro
+//! can tell them: the forward pass can only keep a plain value for the
+//! adjoint if the adjoint can name its type. A small inference over the
+//! IR: written types, literals' suffixes, `.len()`, casts, and operands of
+//! one operator or comparison having one type.
+
+use crate::ir::{Expr, ExprKind, Function, Origin, Place, StmtKind, VarKind};
+use crate::signature::{ParamKind, Signature};
+
+/// What the macro knows of a plain value's type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ty {
+    Unknown,
+    /// An integer of a type rustc decides (an unsuffixed literal).
+    Int,
+    /// A real of the function's precision.
+    Real,
+    Bool,
+    /// An integer type (or `char`), by name.
+    Named(String),
+    /// Several types were seen: the macro cannot tell.
+    Conflict,
+}
+
+const INTEGERS: &[&str] = &[
+    "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize",
+];
+
+impl Ty {
+    fn join(&self, other: &Ty) -> Ty {
+        use Ty::*;
+        match (self, other) {
+            (Unknown, x) | (x, Unknown) => x.clone(),
+            (Int, Named(n)) | (Named(n), Int) if INTEGERS.contains(&n.as_str()) => Named(n.clone()),
+            (a, b) if a == b => a.clone(),
+            _ => Conflict,
+        }
+    }
+
+    /// The type written as `ty`.
+    pub(crate) fn of_type(ty: &syn::Type) -> Ty {
+        if crate::signature::float_name(ty).is_some() {
+            return Ty::Real;
+        }
+        match ty {
+            syn::Type::Path(path) if path.qself.is_none() => match path.path.get_ident() {
+                Some(ident) if ident == "bool" => Ty::Bool,
+                Some(ident)
+                    if INTEGERS.contains(&ident.to_string().as_str()) || ident == "char" =>
+                {
+                    Ty::Named(ident.to_string())
+                }
+                _ => Ty::Unknown,
+            },
+            syn::Type::Paren(paren) => Ty::of_type(&paren.elem),
+            _ => Ty::Unknown,
+        }
+    }
+
+    /// True for integer types (known or not).
+    pub(crate) fn is_integer(&self) -> bool {
+        match self {
+            Ty::Int => true,
+            Ty::Named(name) => INTEGERS.contains(&name.as_str()),
+            _ => false,
+        }
+    }
+}
+
+/// The type of every variable (`Ty::Real` for differentiated ones too).
+pub(crate) fn infer(function: &Function, signature: &Signature) -> Vec<Ty> {
+    let mut types = vec![Ty::Unknown; function.vars.len()];
+    for (param, &var) in signature.params.iter().zip(&function.params) {
+        types[var] = match param.kind {
+            ParamKind::Real => Ty::Real,
+            _ if function.vars[var].kind == VarKind::Buffer => Ty::Real,
+            _ => Ty::of_type(&param.ty),
+        };
+    }
+    for (var, info) in function.vars.iter().enumerate() {
+        if info.kind == VarKind::Buffer {
+            types[var] = Ty::Real;
+        }
+        if let (Some(annotation), false) =
+            (&info.annotation, matches!(info.origin, Origin::Param(_)))
+        {
+            if info.kind == VarKind::Scalar {
+                types[var] = Ty::of_type(annotation);
+            }
+        }
+    }
+    let mut inference = Inference { types };
+    for _ in 0..16 {
+        let before = inference.types.clone();
+        function.body.each_stmt(&mut |stmt| inference.stmt(stmt));
+        if before == inference.types {
+            break;
+        }
+    }
+    inference.types
+}
+
+struct Inference {
+    types: Vec<Ty>,
+}
+
+impl Inference {
+    fn stmt(&mut self, stmt: &crate::ir::Stmt) {
+        stmt.each_expr(&mut |expr| self.constrain_inside(expr));
+        match &stmt.kind {
+            StmtKind::Let {
+                var,
+                init: Some(init),
+            } => {
+                let ty = self.type_of(init);
+                self.join(*var, &ty);
+                let ty = self.types[*var].clone();
+                self.constrain(init, &ty);
+            }
+            StmtKind::Assign { place, value, .. } => match place {
+                Place::Var(var) => {
+                    let ty = self.type_of(value);
+                    self.join(*var, &ty);
+                    let ty = self.types[*var].clone();
+                    self.constrain(value, &ty);
+                }
+                Place::Elem(_, index) => self.constrain(index, &Ty::Named("usize".into())),
+            },
+            StmtKind::For { var, range, .. } => {
+                let ty = self.type_of(&range.start).join(&self.type_of(&range.end));
+                self.constrain(&range.start, &ty);
+                self.constrain(&range.end, &ty);
+                if let Some(var) = var {
+                    self.join(*var, &ty);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn join(&mut self, var: usize, ty: &Ty) {
+        self.types[var] = self.types[var].join(ty);
+    }
+
+    fn type_of(&self, expr: &Expr) -> Ty {
+        match &expr.kind {
+            ExprKind::Lit(syn::Lit::Int(int)) => match int.suffix() {
+                "" => Ty::Int,
+                suffix => Ty::Named(suffix.to_string()),
+            },
+            ExprKind::Lit(syn::Lit::Float(_)) => Ty::Real,
+            ExprKind::Lit(syn::Lit::Bool(_)) => Ty::Bool,
+            ExprKind::Lit(_) => Ty::Unknown,
+            ExprKind::Var(var) => self.types[*var].clone(),
+            ExprKind::Len(_) => Ty::Named("usize".into()),
+            ExprKind::Cast(_, ty) => Ty::of_type(ty),
+            ExprKind::Neg(a) | ExprKind::Not(a) => self.type_of(a),
+            ExprKind::Arith(_, a, b) => self.type_of(a).join(&self.type_of(b)),
+            ExprKind::Logic(op, a, b) => match op {
+                syn::BinOp::And(_) | syn::BinOp::Or(_) => Ty::Bool,
+                syn::BinOp::Shl(_) | syn::BinOp::Shr(_) => self.type_of(a),
+                _ => self.type_of(a).join(&self.type_of(b)),
+            },
+            ExprKind::Compare(..) => Ty::Bool,
+            ExprKind::Math { args, .. } => args.first().map_or(Ty::Unknown, |a| self.type_of(a)),
+            ExprKind::Elem(..) | ExprKind::Primitive(..) => Ty::Real,
+            ExprKind::Call(_) | ExprKind::NewBuffer(_) | ExprKind::Opaque { .. } => Ty::Unknown,
+        }
+    }
+
+    /// `expr` must have type `ty`: its variables (through arithmetic) do.
+    fn constrain(&mut self, expr: &Expr, ty: &Ty) {
+        if matches!(ty, Ty::Unknown | Ty::Conflict) {
+            return;
+        }
+        match &expr.kind {
+            ExprKind::Var(var) if self.types[*var] != Ty::Real => self.join(*var, ty),
+
+            ExprKind::Neg(a) => self.constrain(a, ty),
+            ExprKind::Arith(_, a, b) => {
+                self.constrain(a, ty);
+                self.constrain(b, ty);
+            }
+            _ => {}
+        }
+    }
+
+    /// The constraints inside an expression: indices are `usize`, operands
+    /// of one operator or comparison have one type.
+    fn constrain_inside(&mut self, expr: &Expr) {
+        expr.each_subexpr(&mut |e| match &e.kind {
+            ExprKind::Elem(_, index) => self.pending(index, Ty::Named("usize".into())),
+            ExprKind::Arith(_, a, b) | ExprKind::Compare(_, a, b) => {
+                let ty = self.type_of(a).join(&self.type_of(b));
+                self.pending(a, ty.clone());
+                self.pending(b, ty);
+            }
+            ExprKind::Primitive(_, buffers) => {
+                for buffer in buffers {
+                    if let Some((start, end)) = &buffer.range {
+                        for bound in [start, end].into_iter().flatten() {
+                            self.pending(bound, Ty::Named("usize".into()));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        });
+    }
+
+    fn pending(&mut self, expr: &Expr, ty: Ty) {
+        // `each_subexpr` holds a shared borrow of the expression only.
+        self.constrain(expr, &ty);
+    }
+}

@@ -1,0 +1,299 @@
+//! The compiled passes of a function that stays on the tape, so compiled
+//! callers can call it (they cannot know which path a callee took): its
+//! forward pass runs the recording pass on constants (nothing recorded);
+//! its adjoint records it on a fresh tape of the caller's scalar, sweeps it
+//! with the output's adjoint, and adds the inputs' adjoints into the sinks.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::Ident;
+
+use super::compiled::{sink, ADJ_FN, FWD_FN};
+use super::Generator;
+use crate::names::items;
+use crate::signature::{Output, ParamKind, Signature};
+
+/// True if the function's parameters and result have compiled-pass
+/// conventions (reals, buffers of reals, plain values; a real result).
+pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
+    matches!(signature.output, Output::Real)
+        && signature.params.iter().all(|p| {
+            matches!(
+                p.kind,
+                ParamKind::Real
+                    | ParamKind::Slice { .. }
+                    | ParamKind::VecRef { .. }
+                    | ParamKind::Vec
+                    | ParamKind::Array { .. }
+                    | ParamKind::ArrayRef { .. }
+                    | ParamKind::Constant
+                    | ParamKind::Discrete
+            )
+        })
+}
+
+impl Generator<'_> {
+    pub(super) fn bridge(&self, stub: bool) -> TokenStream {
+        if !has_compiled_convention(self.signature) {
+            return TokenStream::new();
+        }
+        let prim = &self.prim;
+        let s = Ident::new("__DeltadS", Span::call_site());
+        let generics: Vec<TokenStream> =
+            self.signature.generics.iter().map(|g| quote!(#g)).collect();
+        let where_clause = &self.signature.where_clause;
+        let record = Ident::new(items::RECORD_FN, Span::call_site());
+        let (fwd_fn, adj_fn) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let tape = Ident::new("__deltad_bridge_tape", Span::mixed_site());
+        let adjoints = Ident::new("__deltad_bridge_adjoints", Span::mixed_site());
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let out = Ident::new("__deltad_out", Span::mixed_site());
+        let real = quote!(::deltad::__private::Real);
+        let mut params = Vec::new();
+        let mut constants = Vec::new();
+        let mut inputs = Vec::new();
+        let mut input_args = Vec::new();
+        let mut reads = Vec::new();
+        let mut recycle = Vec::new();
+        let mut sink_bounds = Vec::new();
+        let mut sinks = Vec::new();
+        for (index, param) in self.signature.params.iter().enumerate() {
+            let name = &param.name;
+            let sink = sink(index);
+            let sink_type = format_ident!("__DeltadK{}", index);
+            let input = format_ident!("__deltad_bridge_in{}", index, span = Span::mixed_site());
+            sinks.push(quote!(mut #sink: #sink_type));
+            let reader = quote!(__deltad_reader);
+            match &param.kind {
+                ParamKind::Real => {
+                    params.push(quote!(#name: #s));
+                    constants.push(quote!(#real::constant(#name)));
+                    inputs.push(quote!(let #input = ::deltad::__private::input(#tape, #name);));
+                    input_args.push(quote!(#input));
+                    reads.push(
+                        quote!(::deltad::__private::ScalarSink::add(&mut #sink, #reader.scalar());),
+                    );
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::ScalarSink<#s>));
+                }
+                kind if kind.is_active() => {
+                    params.push(match kind {
+                        ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                            quote!(#name: &[#s; #len])
+                        }
+                        _ => quote!(#name: &[#s]),
+                    });
+                    let consts =
+                        quote!(#name.iter().map(|&__deltad_e| #real::constant(__deltad_e)));
+                    let (constant, made, arg) = match kind {
+                        ParamKind::Slice { .. } => (
+                            quote!(::deltad::__private::Cow::Owned(#consts.collect())),
+                            quote!(::deltad::__private::input_slice(#tape, #name)),
+                            quote!(::deltad::__private::Cow::Borrowed(&#input[..])),
+                        ),
+                        ParamKind::VecRef { .. } => (
+                            quote!(::deltad::__private::Cow::Owned(#consts.collect())),
+                            quote!(::deltad::__private::input_slice(#tape, #name)),
+                            quote!(::deltad::__private::Cow::Borrowed(&#input)),
+                        ),
+                        ParamKind::Vec => (
+                            quote!(#consts.collect()),
+                            quote!(::deltad::__private::input_slice(#tape, #name)),
+                            quote!(::core::clone::Clone::clone(&#input)),
+                        ),
+                        ParamKind::Array { len } => (
+                            quote!(::core::array::from_fn::<_, { #len }, _>(|__deltad_k| #real::constant(#name[__deltad_k]))),
+                            quote!(::deltad::__private::input_array(#tape, ::core::array::from_fn::<_, { #len }, _>(|__deltad_k| #name[__deltad_k]))),
+                            quote!(#input),
+                        ),
+                        ParamKind::ArrayRef { len, .. } => (
+                            quote!(::deltad::__private::Cow::Owned(::core::array::from_fn::<_, { #len }, _>(|__deltad_k| #real::constant(#name[__deltad_k])))),
+                            quote!(::deltad::__private::input_array(#tape, ::core::array::from_fn::<_, { #len }, _>(|__deltad_k| #name[__deltad_k]))),
+                            quote!(::deltad::__private::Cow::Borrowed(&#input)),
+                        ),
+                        _ => unreachable!("has_compiled_convention"),
+                    };
+                    constants.push(constant);
+                    inputs.push(quote!(let #input = #made;));
+                    input_args.push(arg);
+                    if matches!(
+                        kind,
+                        ParamKind::Slice { .. } | ParamKind::VecRef { .. } | ParamKind::Vec
+                    ) {
+                        recycle.push(quote!(#tape.keep_input_buffer(#input);));
+                    }
+                    reads.push(quote! {
+                        for __deltad_k in 0..#name.len() {
+                            *::deltad::__private::SliceSink::at(&mut #sink, __deltad_k) += #reader.scalar();
+                        }
+                    });
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::SliceSink<#s>));
+                }
+                _ => {
+                    let ty = &param.ty;
+                    params.push(quote!(#name: #ty));
+                    constants.push(quote!(#name));
+                    input_args.push(quote!(#name));
+                    sink_bounds.push(quote!(#sink_type));
+                }
+            }
+        }
+        let body = |body: TokenStream| {
+            if stub {
+                quote!(::core::unreachable!())
+            } else {
+                body
+            }
+        };
+        let fwd_body = body(quote! {
+            let _ = &#stack;
+            let #tape = &::deltad::__private::Tape::<#s>::forward_only();
+            #record(#tape, #(#constants),*).value()
+        });
+        let adj_body = body(quote! {
+            let _ = &#stack;
+            <#s as ::deltad::__private::Scalar>::with_tape(|#tape, #adjoints| {
+                #(#inputs)*
+                let __deltad_output = #record(#tape, #(#input_args),*);
+                #(#recycle)*
+                #tape.gradient_into(__deltad_output.id(), #out, #adjoints);
+                let mut __deltad_reader = ::deltad::__private::GradReader::new(&#adjoints[..]);
+                let _ = &mut __deltad_reader;
+                #(#reads)*
+            })
+        });
+        quote! {
+            #[doc(hidden)]
+            #[inline]
+            #[allow(unused_mut, unused_variables, clippy::all)]
+            pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
+                #stack: &mut __DeltadR,
+                #(#params),*
+            ) -> #s #where_clause {
+                #fwd_body
+            }
+
+            #[doc(hidden)]
+            #[inline]
+            #[allow(unused_mut, unused_variables, clippy::all)]
+            pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
+                #stack: &mut ::deltad::__private::Stack<#s>,
+                #(#params,)*
+                #out: #s,
+                #(#sinks),*
+            ) #where_clause {
+                #adj_body
+            }
+        }
+    }
+}
+
+impl Generator<'_> {
+    /// The recording pass of a compiled function, for callers on the tape:
+    /// the forward pass and the adjoint run at once on the tape's scalar,
+    /// and the function is recorded as one binding whose terms are its
+    /// partial derivatives (with only constant inputs, nothing is recorded
+    /// and the forward pass runs alone). The tape's scalar may be a dual
+    /// number or a value of an outer tape: forward mode and nested
+    /// derivatives through the node work as through any binding.
+    pub(super) fn compiled_node_body(&self) -> TokenStream {
+        let tape = &self.names.tape;
+        let s = &self.names.scalar;
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let ids = Ident::new("__deltad_ids", Span::mixed_site());
+        let partials = Ident::new("__deltad_partials", Span::mixed_site());
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let value = Ident::new("__deltad_value", Span::mixed_site());
+        let zero = quote!(<#s as ::deltad::__private::Scalar>::zero());
+        let mut values = Vec::new();
+        let mut fwd_args = Vec::new();
+        let mut adj_args = Vec::new();
+        let mut gradients = Vec::new();
+        let mut sinks = Vec::new();
+        let mut collect = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let local = format_ident!(
+                "__deltad_v_{}",
+                syn::ext::IdentExt::unraw(name).to_string(),
+                span = Span::mixed_site()
+            );
+            let gradient = format_ident!(
+                "__deltad_g_{}",
+                syn::ext::IdentExt::unraw(name).to_string(),
+                span = Span::mixed_site()
+            );
+            match &param.kind {
+                ParamKind::Real => {
+                    values.push(quote! {
+                        let #local: #s = #name.value();
+                        #ids.push(#name.id());
+                    });
+                    fwd_args.push(quote!(#local));
+                    adj_args.push(quote!(#local));
+                    gradients.push(quote!(let mut #gradient: #s = #zero;));
+                    sinks.push(quote!(&mut #gradient));
+                    collect.push(quote!(#partials.push(#gradient);));
+                }
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                    values.push(quote! {
+                        let #local: [#s; #len] = ::core::array::from_fn(|__deltad_k| #name[__deltad_k].value());
+                        #ids.extend(#name.iter().map(|__deltad_r| __deltad_r.id()));
+                    });
+                    fwd_args.push(quote!(&#local));
+                    adj_args.push(quote!(&#local));
+                    gradients.push(
+                        quote!(let mut #gradient: ::std::vec::Vec<#s> = ::std::vec![#zero; #len];),
+                    );
+                    sinks.push(quote!(&mut #gradient[..]));
+                    collect.push(quote!(#partials.extend_from_slice(&#gradient);));
+                }
+                kind if kind.is_active() => {
+                    values.push(quote! {
+                        let #local: ::std::vec::Vec<#s> = #name.iter().map(|__deltad_r| __deltad_r.value()).collect();
+                        #ids.extend(#name.iter().map(|__deltad_r| __deltad_r.id()));
+                    });
+                    fwd_args.push(quote!(&#local[..]));
+                    adj_args.push(quote!(&#local[..]));
+                    gradients.push(quote!(let mut #gradient: ::std::vec::Vec<#s> = ::std::vec![#zero; #local.len()];));
+                    sinks.push(quote!(&mut #gradient[..]));
+                    collect.push(quote!(#partials.extend_from_slice(&#gradient);));
+                }
+                _ => {
+                    let by_reference = matches!(param.ty, syn::Type::Reference(_));
+                    fwd_args.push(if by_reference {
+                        quote!(#name)
+                    } else {
+                        quote!(::core::clone::Clone::clone(&#name))
+                    });
+                    adj_args.push(quote!(#name));
+                    sinks.push(quote!(::deltad::__private::Discard::<#s>::new()));
+                }
+            }
+        }
+        let plain_args = fwd_args.clone();
+        quote! {
+            let mut #ids: ::std::vec::Vec<::core::option::Option<::deltad::__private::DeltaId>> =
+                ::std::vec::Vec::new();
+            #(#values)*
+            if #ids.iter().all(::core::option::Option::is_none) {
+                let #value: #s = #fwd(&mut ::deltad::__private::NoRecord, #(#plain_args),*);
+                return ::deltad::__private::Real::constant(#value);
+            }
+            #(#gradients)*
+            let #value: #s = ::deltad::__private::with_stack::<#s, _>(|#stack| {
+                let #value: #s = #fwd(&mut *#stack, #(#fwd_args),*);
+                #adj(&mut *#stack, #(#adj_args,)* <#s as ::deltad::__private::Scalar>::one(), #(#sinks),*);
+                #value
+            });
+            let mut #partials: ::std::vec::Vec<#s> = ::std::vec::Vec::with_capacity(#ids.len());
+            #(#collect)*
+            ::deltad::__private::compiled_output(#tape, #value, &#ids, &#partials)
+        }
+    }
+}

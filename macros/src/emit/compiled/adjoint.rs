@@ -1,0 +1,641 @@
+//! The adjoint: the statements in reverse.
+//!
+//! A block's reverse starts at the mirror of its end: it pops where the
+//! block was left (if it can be left early), declares the adjoints of its
+//! variables, and establishes the values of its variables the adjoint
+//! reads (popped or evaluated again), in the order they were declared.
+//! Statements after an early exit point are reversed only if the block got
+//! past it; a `let` that shadows a name opens a nested scope, so every name
+//! in the adjoint means what it means at the mirrored point of the forward
+//! pass (and the shadowing `let`'s own adjoint is emitted outside it).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::adjoint_expr::ExprAdjoint;
+use super::forward::{count_local, decision_local};
+use super::values::Side;
+use super::{names, sink, Passes};
+use crate::analyze::{Establish, LoopPlan};
+use crate::ir::{AssignOp, Block, ExprKind, NewBuffer, Origin, Place, Stmt, StmtKind, VarId};
+
+impl Passes<'_> {
+    pub(crate) fn adjoint_body(&self) -> TokenStream {
+        let s = &self.scalar;
+        let out = names::out();
+        let result_adjoint = self.adjoint(self.function.result);
+        let mut params = Vec::new();
+        let mut adds = Vec::new();
+        let mut visible = Vec::new();
+        for (index, &var) in self.function.params.iter().enumerate() {
+            visible.push(self.name(var).to_string());
+            if self.active(var) && !self.is_buffer(var) {
+                let adjoint = self.adjoint(var);
+                let sink = sink(index);
+                params.push(
+                    quote!(let mut #adjoint: #s = <#s as ::deltad::__private::Scalar>::zero();),
+                );
+                adds.push(quote!(::deltad::__private::ScalarSink::add(&mut #sink, #adjoint);));
+            }
+        }
+        let body = self.rev_block(&self.function.body, &mut visible);
+        quote! {
+            let mut #result_adjoint: #s = #out;
+            #(#params)*
+            #body
+            #(#adds)*
+        }
+    }
+
+    fn stack(&self) -> TokenStream {
+        let stack = names::stack();
+        quote!(#stack)
+    }
+
+    /// `stack.pop_bits::<T>()`.
+    pub(crate) fn pop_bits(&self, ty: TokenStream) -> TokenStream {
+        let stack = self.stack();
+        quote!(#stack.pop_bits::<#ty>())
+    }
+
+    fn pop_real(&self) -> TokenStream {
+        let stack = self.stack();
+        quote!(#stack.pop_real())
+    }
+
+    fn zero(&self) -> TokenStream {
+        let s = &self.scalar;
+        quote!(<#s as ::deltad::__private::Scalar>::zero())
+    }
+
+    /// The reverse of a block (nothing if it has no adjoint work).
+    pub(crate) fn rev_block(&self, block: &Block, visible: &mut Vec<String>) -> TokenStream {
+        if !self.block_has_reverse(block) {
+            return TokenStream::new();
+        }
+        let plan = &self.analysis.plan;
+        let items = &block.items;
+        let code = plan.codes[block.id].then(|| {
+            let code = code_local(block.id);
+            let pop = self.pop_bits(quote!(usize));
+            quote!(let #code: usize = #pop;)
+        });
+        // Adjoints of the block's variables: unique names, so all of them
+        // are declared here (buffers get their storage where their length
+        // is known).
+        let mut adjoints = Vec::new();
+        for stmt in &block.stmts {
+            let StmtKind::Let { var, .. } = &stmt.kind else {
+                continue;
+            };
+            if !self.useful(*var) {
+                continue;
+            }
+            let adjoint = self.adjoint(*var);
+            if self.is_buffer(*var) {
+                adjoints.push(quote!(let mut #adjoint: ::std::vec::Vec<_>;));
+            } else {
+                let s = &self.scalar;
+                let zero = self.zero();
+                adjoints.push(quote!(let mut #adjoint: #s = #zero;));
+            }
+        }
+        let depth = visible.len();
+        let segments = self.segment(block, 0, true, visible);
+        visible.truncate(depth);
+        quote!({ #(#items)* #code #(#adjoints)* #segments })
+    }
+
+    pub(crate) fn block_has_reverse(&self, block: &Block) -> bool {
+        let plan = &self.analysis.plan;
+        block.stmts.iter().any(|s| {
+            plan.has_reverse[s.id]
+                || matches!(s.kind, StmtKind::Let { var, .. }
+                    if plan.establish[var] == Establish::Pop || plan.establish_len[var] == Establish::Pop)
+        })
+    }
+
+    /// The statements `from..` of `block` in reverse, in a scope that
+    /// establishes their variables. `rev_first`: whether the statement at
+    /// `from` is reversed here (a shadowing `let` is reversed by the
+    /// caller, outside this scope).
+    fn segment(
+        &self,
+        block: &Block,
+        from: usize,
+        rev_first: bool,
+        visible: &mut Vec<String>,
+    ) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let stmts = &block.stmts;
+        // A `let` shadowing a visible name: its value lives in a nested
+        // scope, its own adjoint (reading the shadowed name) outside it.
+        let shadows = |visible: &Vec<String>, k: usize| {
+            self.declared_name(&stmts[k])
+                .is_some_and(|name| visible.contains(&name))
+        };
+        if rev_first && shadows(visible, from) {
+            let inner = self.segment(block, from, false, visible);
+            let own = self.rev_stmt(&stmts[from], visible);
+            return quote!({ #inner #own });
+        }
+        // The segment ends at a statement that can leave the block, or
+        // before a `let` that shadows a visible name.
+        let mut end = from;
+        let mut names_here: Vec<String> = Vec::new();
+        loop {
+            if let Some(name) = self.declared_name(&stmts[end]) {
+                names_here.push(name);
+            }
+            if plan.exits[stmts[end].id] || end + 1 == stmts.len() {
+                break;
+            }
+            if let Some(next) = self.declared_name(&stmts[end + 1]) {
+                if visible.contains(&next) || names_here.contains(&next) {
+                    break;
+                }
+            }
+            end += 1;
+        }
+        let prelude: Vec<TokenStream> = stmts[from..=end]
+            .iter()
+            .map(|stmt| self.prelude(stmt))
+            .collect();
+        visible.extend(names_here);
+        let nested = (end + 1 < stmts.len()).then(|| {
+            let inner = self.segment(block, end + 1, true, visible);
+            if plan.exits[stmts[end].id] {
+                let code = code_local(block.id);
+                quote!(if #code > #end { #inner })
+            } else {
+                inner
+            }
+        });
+        let reversed: Vec<TokenStream> = (from..=end)
+            .rev()
+            .filter(|&k| k != from || rev_first)
+            .map(|k| self.rev_stmt(&stmts[k], visible))
+            .collect();
+        quote!({ #(#prelude)* #nested #(#reversed)* })
+    }
+
+    /// The user name a statement declares (temporaries have unique names).
+    fn declared_name(&self, stmt: &Stmt) -> Option<String> {
+        match &stmt.kind {
+            StmtKind::Let { var, .. } if self.function.vars[*var].origin == Origin::Local => {
+                Some(syn::ext::IdentExt::unraw(self.name(*var)).to_string())
+            }
+            _ => None,
+        }
+    }
+
+    /// What entering a `let`'s scope in reverse does: the variable's value
+    /// (popped or evaluated again), its length, its adjoint's storage.
+    fn prelude(&self, stmt: &Stmt) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let StmtKind::Let { var, init } = &stmt.kind else {
+            return TokenStream::new();
+        };
+        let var = *var;
+        let name = self.name(var);
+        let value = match plan.establish[var] {
+            Establish::Recompute => {
+                let init = init.as_ref().expect("a recomputed `let` has a value");
+                let value = match &init.kind {
+                    ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Adjoint),
+                    _ if self.active(var) => self.scalar_value(init, Side::Adjoint),
+                    _ => self.value(init, Side::Adjoint),
+                };
+                let annotation = match (&self.function.vars[var].annotation, self.active(var)) {
+                    (Some(ty), false) => quote!(: #ty),
+                    _ => TokenStream::new(),
+                };
+                quote!(let #name #annotation = #value;)
+            }
+            Establish::Pop => self.pop_var(var),
+            Establish::None | Establish::Available => TokenStream::new(),
+        };
+        let length = match plan.establish_len[var] {
+            Establish::Recompute if plan.establish[var] == Establish::None => {
+                let local = self.length_local(var);
+                let length = match init.as_ref().map(|i| &i.kind) {
+                    Some(ExprKind::NewBuffer(NewBuffer::List(elems))) => {
+                        let count = elems.len();
+                        quote!(#count)
+                    }
+                    Some(ExprKind::NewBuffer(NewBuffer::Repeat { len, .. })) => {
+                        self.value(len, Side::Adjoint)
+                    }
+                    _ => unreachable!("only new buffers have their length evaluated again"),
+                };
+                quote!(let #local: usize = #length;)
+            }
+            Establish::Pop if plan.establish[var] == Establish::None => {
+                let local = self.length_local(var);
+                let pop = self.pop_bits(quote!(usize));
+                quote!(let #local: usize = #pop;)
+            }
+            _ => TokenStream::new(),
+        };
+        let storage = (self.useful(var) && self.is_buffer(var)).then(|| {
+            let adjoint = self.adjoint(var);
+            let zero = self.zero();
+            let len = self.length(var, Side::Adjoint);
+            quote!(#adjoint = ::std::vec![#zero; #len];)
+        });
+        quote!(#value #length #storage)
+    }
+
+    /// `let mut name = <popped>;`
+    fn pop_var(&self, var: VarId) -> TokenStream {
+        let name = self.name(var);
+        let stack = self.stack();
+        if self.is_buffer(var) {
+            let len = format_ident!("__deltad_popped_len", span = Span::mixed_site());
+            let pop_len = self.pop_bits(quote!(usize));
+            if self.active(var) {
+                return quote! {
+                    let #len: usize = #pop_len;
+                    let mut #name = #stack.pop_reals(#len);
+                };
+            }
+            let prim = &self.prim;
+            let element = self.pop_bits(quote!(#prim));
+            return quote! {
+                let #len: usize = #pop_len;
+                let mut #name: ::std::vec::Vec<#prim> = ::std::vec![0.0; #len];
+                for __deltad_k in (0..#len).rev() {
+                    #name[__deltad_k] = #element;
+                }
+            };
+        }
+        if self.active(var) {
+            let s = &self.scalar;
+            let pop = self.pop_real();
+            quote!(let mut #name: #s = #pop;)
+        } else {
+            let ty = self.plain_type(var);
+            let pop = self.pop_bits(ty.clone());
+            quote!(let mut #name: #ty = #pop;)
+        }
+    }
+
+    /// The reverse of one statement.
+    fn rev_stmt(&self, stmt: &Stmt, visible: &mut Vec<String>) -> TokenStream {
+        let plan = &self.analysis.plan;
+        if !plan.has_reverse[stmt.id] {
+            return TokenStream::new();
+        }
+        match &stmt.kind {
+            StmtKind::Let {
+                var,
+                init: Some(init),
+            } if self.useful(*var) => self.rev_let(*var, init),
+            StmtKind::Let { .. } => TokenStream::new(),
+            StmtKind::Assign {
+                place,
+                op,
+                value,
+                first,
+            } => self.rev_assign(stmt.id, place, *op, value, *first),
+            StmtKind::If { cond, then, els } => {
+                let decision = decision_local(stmt.id);
+                let value = if plan.push_decision[stmt.id] {
+                    self.pop_bits(quote!(bool))
+                } else {
+                    self.value(cond, Side::Adjoint)
+                };
+                let then = self.rev_block(then, visible);
+                let els = els.as_ref().map(|b| self.rev_block(b, visible));
+                quote! {
+                    let #decision: bool = #value;
+                    if #decision { #then } else { #els }
+                }
+            }
+            StmtKind::Match { arms, .. } => {
+                let arm = format_ident!("__deltad_arm", span = Span::mixed_site());
+                let pop = self.pop_bits(quote!(usize));
+                let arms = arms.iter().enumerate().map(|(index, arm)| {
+                    let body = self.rev_block(&arm.body, visible);
+                    quote!(#index => { #body })
+                });
+                quote! {
+                    match #pop {
+                        #(#arms,)*
+                        #arm => ::core::unreachable!("deltad: no such arm {}", #arm),
+                    }
+                }
+            }
+            StmtKind::For {
+                id,
+                var,
+                range,
+                body,
+            } => {
+                let index_name = var.map(|v| self.name(v).clone());
+                let pattern = match (&index_name, plan.index_needed[*id]) {
+                    (Some(name), true) => quote!(#name),
+                    _ => quote!(_),
+                };
+                let depth = visible.len();
+                if let Some(name) = &index_name {
+                    visible.push(name.to_string());
+                }
+                let body = self.rev_block(body, visible);
+                visible.truncate(depth);
+                match plan.loops[*id] {
+                    LoopPlan::Reversed => {
+                        let range = self.range(range, Side::Adjoint);
+                        let walk = if range_reversed(range.clone(), &stmt.kind) {
+                            range
+                        } else {
+                            quote!(#range.rev())
+                        };
+                        quote!(for #pattern in #walk { #body })
+                    }
+                    LoopPlan::Counted => {
+                        let count = count_local(*id);
+                        let pop = self.pop_bits(quote!(usize));
+                        if plan.index_needed[*id] {
+                            let range = self.range(range, Side::Adjoint);
+                            let range = if let StmtKind::For { range: r, .. } = &stmt.kind {
+                                if r.reversed {
+                                    quote!(#range.rev())
+                                } else {
+                                    range
+                                }
+                            } else {
+                                range
+                            };
+                            let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
+                            let j = format_ident!("__deltad_j", span = Span::mixed_site());
+                            quote! {
+                                let #count: usize = #pop;
+                                let #walk = #range;
+                                for #j in (0..#count).rev() {
+                                    let #pattern = ::core::iter::Iterator::nth(
+                                        &mut ::core::clone::Clone::clone(&#walk), #j
+                                    ).expect("deltad: the loop ran this iteration");
+                                    #body
+                                }
+                            }
+                        } else {
+                            quote! {
+                                let #count: usize = #pop;
+                                for _ in 0..#count { #body }
+                            }
+                        }
+                    }
+                }
+            }
+            StmtKind::While { id, body, .. } | StmtKind::Loop { id, body } => {
+                let count = count_local(*id);
+                let pop = self.pop_bits(quote!(usize));
+                let body = self.rev_block(body, visible);
+                quote! {
+                    let #count: usize = #pop;
+                    for _ in 0..#count { #body }
+                }
+            }
+            StmtKind::Block(block) => self.rev_block(block, visible),
+            StmtKind::Break { .. }
+            | StmtKind::Continue { .. }
+            | StmtKind::Return
+            | StmtKind::Effect(_) => TokenStream::new(),
+        }
+    }
+
+    /// The reverse of `let var = init;` (`var` useful).
+    fn rev_let(&self, var: VarId, init: &crate::ir::Expr) -> TokenStream {
+        let adjoint = self.adjoint(var);
+        match &init.kind {
+            ExprKind::Call(call) => {
+                if !self.is_active(init) {
+                    return TokenStream::new();
+                }
+                self.rev_call(call, quote!(#adjoint))
+            }
+            ExprKind::NewBuffer(new) => {
+                let mut adjoint_expr = ExprAdjoint::new(self);
+                match new {
+                    NewBuffer::Repeat { elem, .. } => {
+                        if self.is_active(elem) {
+                            let s = &self.scalar;
+                            let total = format_ident!("__deltad_total", span = Span::mixed_site());
+                            adjoint_expr.push(quote! {
+                                let #total: #s = #adjoint.iter().fold(
+                                    <#s as ::deltad::__private::Scalar>::zero(),
+                                    |__deltad_a, __deltad_b| __deltad_a + *__deltad_b,
+                                );
+                            });
+                            adjoint_expr.propagate(elem, quote!(#total));
+                        }
+                    }
+                    NewBuffer::List(elems) => {
+                        for (k, elem) in elems.iter().enumerate() {
+                            adjoint_expr.propagate(elem, quote!(#adjoint[#k]));
+                        }
+                    }
+                }
+                adjoint_expr.finish()
+            }
+            _ => {
+                let mut adjoint_expr = ExprAdjoint::new(self);
+                adjoint_expr.propagate(init, quote!(#adjoint));
+                self.guarded(quote!(#adjoint), adjoint_expr.finish())
+            }
+        }
+    }
+
+    /// `statements`, skipped when the adjoint `adjoint` is exactly zero
+    /// (as the tape skips a binding with a zero adjoint: a zero adjoint
+    /// times an infinite partial contributes nothing).
+    fn guarded(&self, adjoint: TokenStream, statements: TokenStream) -> TokenStream {
+        if statements.is_empty() {
+            return statements;
+        }
+        quote! {
+            if !::deltad::__private::Scalar::is_zero(&#adjoint) {
+                #statements
+            }
+        }
+    }
+
+    /// The reverse of a call: the callee's adjoint at the mirrored point,
+    /// with the arguments it was called with and the sinks of the
+    /// arguments' adjoints.
+    pub(crate) fn rev_call(&self, call: &crate::ir::Call, adjoint: TokenStream) -> TokenStream {
+        let s = &self.scalar;
+        let adj = self.callee(&call.path, "__adj");
+        let args = self.call_args(call, Side::Adjoint);
+        let stack = self.stack();
+        let mut before = Vec::new();
+        let mut sinks = Vec::new();
+        let mut after = ExprAdjoint::new(self);
+        for (i, arg) in call.args.iter().enumerate() {
+            match arg {
+                crate::ir::CallArg::Value(value) if self.is_active(value) => {
+                    // The argument's adjoint, then propagated into its
+                    // expression.
+                    let local = format_ident!("__deltad_arg{}", i, span = Span::mixed_site());
+                    let zero = self.zero();
+                    before.push(quote!(let mut #local: #s = #zero;));
+                    sinks.push(quote!(&mut #local));
+                    after.propagate(value, quote!(#local));
+                }
+                crate::ir::CallArg::Buffer(buffer) if self.active(buffer.var) => {
+                    sinks.push(self.buffer_sink(buffer));
+                }
+                _ => sinks.push(quote!(::deltad::__private::Discard::<#s>::new())),
+            }
+        }
+        let after = after.finish();
+        quote! {
+            {
+                #(#before)*
+                #adj(&mut *#stack, #(#args,)* #adjoint, #(#sinks),*);
+                #after
+            }
+        }
+    }
+
+    /// The sink of a differentiated buffer reference's adjoints.
+    pub(crate) fn buffer_sink(&self, buffer: &crate::ir::BufferRef) -> TokenStream {
+        let adjoint = self.adjoint(buffer.var);
+        let (start, end) =
+            self.bounds(buffer, Side::Adjoint, &mut |e| self.value(e, Side::Adjoint));
+        if self.is_param(buffer.var) {
+            quote!(::deltad::__private::SliceSink::part(&mut #adjoint, #start, #end))
+        } else {
+            quote!(&mut #adjoint[#start..#end])
+        }
+    }
+
+    fn rev_assign(
+        &self,
+        stmt: crate::ir::StmtId,
+        place: &Place,
+        op: AssignOp,
+        value: &crate::ir::Expr,
+        first: bool,
+    ) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let var = place.var();
+        let name = self.name(var);
+        let at = format_ident!("__deltad_at", span = Span::mixed_site());
+        let (target, target_adjoint, index) = match place {
+            Place::Var(_) => {
+                let adjoint = self.adjoint(var);
+                (quote!(#name), quote!(#adjoint), None)
+            }
+            Place::Elem(_, index) => {
+                let index = self.value(index, Side::Adjoint);
+                let adjoint = self.adjoint(var);
+                let element_adjoint = if self.is_param(var) {
+                    quote!((*::deltad::__private::SliceSink::at(&mut #adjoint, #at)))
+                } else {
+                    quote!(#adjoint[#at])
+                };
+                (quote!(#name[#at]), element_adjoint, Some(index))
+            }
+        };
+        // Put the old value back first: the partials read it.
+        let restore = if plan.restored[var] && !first {
+            if plan.inverted[stmt] {
+                let inverse = match op {
+                    AssignOp::Add => quote!(-=),
+                    _ => quote!(+=),
+                };
+                let value = self.value(value, Side::Adjoint);
+                quote!(#target #inverse #value;)
+            } else if self.active(var) {
+                let pop = self.pop_real();
+                quote!(#target = #pop;)
+            } else {
+                let ty = if self.is_buffer(var) {
+                    let prim = &self.prim;
+                    quote!(#prim)
+                } else {
+                    self.plain_type(var)
+                };
+                let pop = self.pop_bits(ty);
+                quote!(#target = #pop;)
+            }
+        } else {
+            TokenStream::new()
+        };
+        let propagate = if self.useful(var) {
+            let s = &self.scalar;
+            let t = format_ident!("__deltad_t", span = Span::mixed_site());
+            let mut adjoint_expr = ExprAdjoint::new(self);
+            let (take, propagate) = match op {
+                AssignOp::Set => {
+                    let zero = self.zero();
+                    adjoint_expr.propagate(value, quote!(#t));
+                    (
+                        quote!(let #t: #s = #target_adjoint; #target_adjoint = #zero;),
+                        adjoint_expr.finish(),
+                    )
+                }
+                AssignOp::Add => {
+                    adjoint_expr.propagate(value, quote!(#t));
+                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
+                }
+                AssignOp::Sub => {
+                    adjoint_expr.propagate(value, quote!((-#t)));
+                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
+                }
+                AssignOp::Mul | AssignOp::Div | AssignOp::Rem => {
+                    // target = old ∘ value: the target's adjoint is scaled
+                    // by ∂/∂old, the value's gets ∂/∂value.
+                    let old = format_ident!("__deltad_old", span = Span::mixed_site());
+                    let w = adjoint_expr.scalar_value_of(value);
+                    let (d_old, d_value) = (
+                        format_ident!("__deltad_d_old", span = Span::mixed_site()),
+                        format_ident!("__deltad_d_value", span = Span::mixed_site()),
+                    );
+                    let rule = match op {
+                        AssignOp::Mul => quote!((#w, #old)),
+                        AssignOp::Div => quote! {{
+                            let __deltad_inverse = <#s as ::deltad::__private::Scalar>::one() / #w;
+                            (__deltad_inverse, -((#old / #w) * __deltad_inverse))
+                        }},
+                        _ => quote! {{
+                            let (_, __deltad_a, __deltad_b) = ::deltad::__private::multi_rules::rem(#old, #w);
+                            (__deltad_a, __deltad_b)
+                        }},
+                    };
+                    adjoint_expr.push(quote!(let (#d_old, #d_value): (#s, #s) = #rule;));
+                    adjoint_expr.push(quote!(#target_adjoint = #t * #d_old;));
+                    adjoint_expr.propagate(value, quote!((#t * #d_value)));
+                    let old_value = if self.active(var) {
+                        quote!(#target)
+                    } else {
+                        self.lift(quote!(#target))
+                    };
+                    (
+                        quote!(let #t: #s = #target_adjoint; let #old: #s = #old_value;),
+                        adjoint_expr.finish(),
+                    )
+                }
+            };
+            let guarded = self.guarded(quote!(#t), propagate);
+            quote!(#take #guarded)
+        } else {
+            TokenStream::new()
+        };
+        let index = index.map(|index| quote!(let #at: usize = #index;));
+        quote!({ #index #restore #propagate })
+    }
+}
+
+/// The local holding where block `id` was left.
+fn code_local(id: crate::ir::BlockId) -> syn::Ident {
+    format_ident!("__deltad_code{}", id, span = Span::mixed_site())
+}
+
+/// True if the forward loop of `kind` walked its range backwards (the
+/// adjoint then walks it forwards).
+fn range_reversed(_range: TokenStream, kind: &StmtKind) -> bool {
+    matches!(kind, StmtKind::For { range, .. } if range.reversed)
+}

@@ -1,0 +1,617 @@
+//! The forward pass: the body computing on `S`, pushing what the plan says
+//! the adjoint needs:
+//!
+//! * before a write of a restored variable or element, its old value;
+//! * when a block ends (normally or by an exit), the values of its
+//!   variables the adjoint pops, then, if it can be left early, where it
+//!   was left (the index of the statement, or its length);
+//! * after an `if` whose condition the adjoint cannot evaluate again, the
+//!   decision; after a `match`, the arm; after a counted loop, its trip
+//!   count.
+//!
+//! An exit (`break`, `continue`, `return`) pushes, for every construct it
+//! leaves, what that construct's end would have pushed.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+use super::values::Side;
+use super::{names, Passes};
+use crate::analyze::{Establish, LoopPlan};
+use crate::ir::{
+    AssignOp, Block, BlockId, CallArg, Effect, EffectArg, ExprKind, LoopId, NewBuffer, Place,
+    RangeIter, Stmt, StmtId, StmtKind, VarId,
+};
+
+/// A construct the statement being emitted is inside.
+#[derive(Clone, Copy)]
+pub(crate) enum Frame {
+    Block { id: BlockId, index: usize },
+    If { stmt: StmtId, branch: bool },
+    Match { stmt: StmtId, arm: usize },
+    Loop { id: LoopId, stmt: StmtId },
+}
+
+impl Passes<'_> {
+    pub(crate) fn forward_body(&self) -> TokenStream {
+        let result = self.name(self.function.result);
+        let s = &self.scalar;
+        let mut frames = Vec::new();
+        let body = self.fwd_block(&self.function.body, &mut frames);
+        quote! {
+            let #result: #s;
+            #body
+            #result
+        }
+    }
+
+    /// `rec`, reborrowed.
+    fn rec(&self) -> TokenStream {
+        let rec = names::record();
+        quote!(&mut *#rec)
+    }
+
+    fn push_real(&self, value: TokenStream) -> TokenStream {
+        let rec = self.rec();
+        quote!(::deltad::__private::Record::real(#rec, #value);)
+    }
+
+    pub(crate) fn push_bits(&self, value: TokenStream) -> TokenStream {
+        let rec = self.rec();
+        quote!(::deltad::__private::Record::bits(#rec, ::deltad::__private::Bits::to_bits(#value));)
+    }
+
+    pub(crate) fn fwd_block(&self, block: &Block, frames: &mut Vec<Frame>) -> TokenStream {
+        let items = &block.items;
+        frames.push(Frame::Block {
+            id: block.id,
+            index: 0,
+        });
+        let mut stmts = Vec::new();
+        for (index, stmt) in block.stmts.iter().enumerate() {
+            if let Some(Frame::Block { index: i, .. }) = frames.last_mut() {
+                *i = index;
+            }
+            // A variable the block's end pushes, about to be shadowed: keep
+            // it under a name of its own.
+            for earlier in &block.stmts[..index] {
+                let StmtKind::Let { var, .. } = &earlier.kind else {
+                    continue;
+                };
+                if self.pushed_at_end(*var) && self.shadowed_at(block, *var) == Some(index) {
+                    let (name, keep) = (self.name(*var), kept_local(*var));
+                    stmts.push(quote!(let #keep = #name;));
+                }
+            }
+            stmts.push(self.fwd_stmt(stmt, frames));
+        }
+        frames.pop();
+        let epilogue = self.epilogue(block, block.stmts.len());
+        quote!({ #(#items)* #(#stmts)* #epilogue })
+    }
+
+    /// What block `block` pushes when left before statement `index`
+    /// (`index` = its length: at its normal end): the values of its
+    /// variables declared before that the adjoint pops (last declared
+    /// first), then where it was left.
+    pub(crate) fn epilogue(&self, block: &Block, index: usize) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let mut pushes = Vec::new();
+        for stmt in block.stmts[..index].iter().rev() {
+            let StmtKind::Let { var, .. } = &stmt.kind else {
+                continue;
+            };
+            // Shadowed before `index`: under the name it was kept as.
+            let name = match self.shadowed_at(block, *var) {
+                Some(at) if at < index => {
+                    let keep = kept_local(*var);
+                    quote!(#keep)
+                }
+                _ => {
+                    let name = self.name(*var);
+                    quote!(#name)
+                }
+            };
+            if plan.establish[*var] == Establish::Pop {
+                pushes.push(self.push_value(*var, &name));
+            } else if plan.establish_len[*var] == Establish::Pop {
+                pushes.push(self.push_bits(quote!(#name.len())));
+            }
+        }
+        if plan.codes[block.id] {
+            pushes.push(self.push_bits(quote!(#index)));
+        }
+        quote!(#(#pushes)*)
+    }
+
+    /// The statement index in `block` where a later `let` hides the name of
+    /// `var` (declared at the block's top level), if one does.
+    pub(crate) fn shadowed_at(&self, block: &Block, var: VarId) -> Option<usize> {
+        let declared = block
+            .stmts
+            .iter()
+            .position(|s| matches!(s.kind, StmtKind::Let { var: v, .. } if v == var))?;
+        let name = syn::ext::IdentExt::unraw(self.name(var)).to_string();
+        (declared + 1..block.stmts.len()).find(|&k| match &block.stmts[k].kind {
+            StmtKind::Let { var: other, .. } => {
+                *other != var && syn::ext::IdentExt::unraw(self.name(*other)) == name
+            }
+            _ => false,
+        })
+    }
+
+    /// True if the block declaring `var` pushes it when it ends.
+    fn pushed_at_end(&self, var: VarId) -> bool {
+        let plan = &self.analysis.plan;
+        plan.establish[var] == Establish::Pop || plan.establish_len[var] == Establish::Pop
+    }
+
+    /// Pushes the whole value of a variable (a buffer: its elements, then
+    /// its length).
+    fn push_var(&self, var: VarId) -> TokenStream {
+        let name = self.name(var);
+        self.push_value(var, &quote!(#name))
+    }
+
+    /// Pushes the value of `var`, named `name` here.
+    fn push_value(&self, var: VarId, name: &TokenStream) -> TokenStream {
+        if self.is_buffer(var) {
+            let length = self.push_bits(quote!(#name.len()));
+            let rec = self.rec();
+            let elements = if self.active(var) {
+                quote!(::deltad::__private::Record::reals(#rec, &#name[..]);)
+            } else {
+                let element = format_ident!("__deltad_element", span = Span::mixed_site());
+                let push = self.push_bits(quote!(*#element));
+                quote!(for #element in #name.iter() { #push })
+            };
+            return quote!(#elements #length);
+        }
+        if self.active(var) {
+            self.push_real(quote!(#name))
+        } else {
+            self.push_bits(quote!(#name))
+        }
+    }
+
+    /// What an exit pushes for every construct it leaves, innermost first,
+    /// up to `target`'s body (`None`: the function).
+    fn exit_chain(&self, frames: &[Frame], target: Option<LoopId>) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let mut pushes = Vec::new();
+        for frame in frames.iter().rev() {
+            match *frame {
+                Frame::Block { id, index } => pushes.push(self.epilogue(self.block(id), index)),
+                Frame::If { stmt, branch } => {
+                    if plan.has_reverse[stmt] && plan.push_decision[stmt] {
+                        pushes.push(self.push_bits(quote!(#branch)));
+                    }
+                }
+                Frame::Match { stmt, arm } => {
+                    if plan.has_reverse[stmt] {
+                        pushes.push(self.push_bits(quote!(#arm)));
+                    }
+                }
+                Frame::Loop { id, stmt } => {
+                    if Some(id) == target {
+                        break;
+                    }
+                    if plan.has_reverse[stmt] && plan.loops[id] == LoopPlan::Counted {
+                        let count = count_local(id);
+                        pushes.push(self.push_bits(quote!(#count)));
+                    }
+                }
+            }
+        }
+        quote!(#(#pushes)*)
+    }
+
+    fn fwd_stmt(&self, stmt: &Stmt, frames: &mut Vec<Frame>) -> TokenStream {
+        let plan = &self.analysis.plan;
+        match &stmt.kind {
+            StmtKind::Let { var, init: None } => {
+                let name = self.name(*var);
+                quote!(let mut #name;)
+            }
+            StmtKind::Let {
+                var,
+                init: Some(init),
+            } => self.fwd_let(*var, init),
+            StmtKind::Assign {
+                place,
+                op,
+                value,
+                first,
+            } => self.fwd_assign(stmt.id, place, *op, value, *first),
+            StmtKind::If { cond, then, els } => {
+                let cond = self.value(cond, Side::Forward);
+                frames.push(Frame::If {
+                    stmt: stmt.id,
+                    branch: true,
+                });
+                let then = self.fwd_block(then, frames);
+                frames.pop();
+                frames.push(Frame::If {
+                    stmt: stmt.id,
+                    branch: false,
+                });
+                let els = els.as_ref().map(|els| {
+                    let els = self.fwd_block(els, frames);
+                    quote!(else #els)
+                });
+                frames.pop();
+                let els = els.unwrap_or_default();
+                if plan.has_reverse[stmt.id] && plan.push_decision[stmt.id] {
+                    let decision = decision_local(stmt.id);
+                    let push = self.push_bits(quote!(#decision));
+                    quote! {
+                        let #decision: bool = #cond;
+                        if #decision #then #els
+                        #push
+                    }
+                } else {
+                    quote!(if #cond #then #els)
+                }
+            }
+            StmtKind::Match { scrutinee, arms } => {
+                let scrutinee = self.value(scrutinee, Side::Forward);
+                let record = plan.has_reverse[stmt.id];
+                let arms: Vec<TokenStream> = arms
+                    .iter()
+                    .enumerate()
+                    .map(|(index, arm)| {
+                        frames.push(Frame::Match {
+                            stmt: stmt.id,
+                            arm: index,
+                        });
+                        let body = self.fwd_block(&arm.body, frames);
+                        frames.pop();
+                        let pat = &arm.pat;
+                        let guard = arm.guard.as_ref().map(|g| {
+                            let g = self.value(g, Side::Forward);
+                            quote!(if #g)
+                        });
+                        if record {
+                            quote!(#pat #guard => { #body #index })
+                        } else {
+                            quote!(#pat #guard => #body)
+                        }
+                    })
+                    .collect();
+                if record {
+                    let arm = format_ident!("__deltad_arm{}", stmt.id, span = Span::mixed_site());
+                    let push = self.push_bits(quote!(#arm));
+                    quote! {
+                        let #arm: usize = match #scrutinee { #(#arms,)* };
+                        #push
+                    }
+                } else {
+                    quote!(match #scrutinee { #(#arms,)* })
+                }
+            }
+            StmtKind::For {
+                id,
+                var,
+                range,
+                body,
+            } => {
+                let pattern = match var {
+                    Some(var) => {
+                        let name = self.name(*var);
+                        quote!(#name)
+                    }
+                    None => quote!(_),
+                };
+                let range = self.range(range, Side::Forward);
+                self.fwd_loop(
+                    stmt.id,
+                    *id,
+                    frames,
+                    body,
+                    |label, body| quote!(#label for #pattern in #range #body),
+                )
+            }
+            StmtKind::While { id, cond, body } => {
+                let cond = self.value(cond, Side::Forward);
+                self.fwd_loop(
+                    stmt.id,
+                    *id,
+                    frames,
+                    body,
+                    |label, body| quote!(#label while #cond #body),
+                )
+            }
+            StmtKind::Loop { id, body } => self.fwd_loop(
+                stmt.id,
+                *id,
+                frames,
+                body,
+                |label, body| quote!(#label loop #body),
+            ),
+            StmtKind::Break { target } => {
+                let chain = self.exit_chain(frames, Some(*target));
+                let label = self.label(*target);
+                quote!({ #chain break #label; })
+            }
+            StmtKind::Continue { target } => {
+                let chain = self.exit_chain(frames, Some(*target));
+                let label = self.label(*target);
+                quote!({ #chain continue #label; })
+            }
+            StmtKind::Return => {
+                let chain = self.exit_chain(frames, None);
+                let result = self.name(self.function.result);
+                quote!({ #chain return #result; })
+            }
+            StmtKind::Block(block) => self.fwd_block(block, frames),
+            StmtKind::Effect(effect) => self.effect(effect),
+        }
+    }
+
+    /// A loop, counting its iterations when the adjoint needs the count.
+    fn fwd_loop(
+        &self,
+        stmt: StmtId,
+        id: LoopId,
+        frames: &mut Vec<Frame>,
+        body: &Block,
+        make: impl FnOnce(TokenStream, TokenStream) -> TokenStream,
+    ) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let counted = plan.has_reverse[stmt] && plan.loops[id] == LoopPlan::Counted;
+        frames.push(Frame::Loop { id, stmt });
+        let body = self.fwd_block(body, frames);
+        frames.pop();
+        let label = self.function.loops[id]
+            .label
+            .as_ref()
+            .map(|l| quote!(#l:))
+            .unwrap_or_default();
+        if !counted {
+            return make(label, body);
+        }
+        let count = count_local(id);
+        let push = self.push_bits(quote!(#count));
+        let body = quote!({ #count += 1; #body });
+        let looped = make(label, body);
+        quote! {
+            let mut #count: usize = 0;
+            #looped
+            #push
+        }
+    }
+
+    fn label(&self, target: LoopId) -> TokenStream {
+        match &self.function.loops[target].label {
+            Some(label) => quote!(#label),
+            None => TokenStream::new(),
+        }
+    }
+
+    /// `start..end`, `start..=end`, possibly reversed.
+    pub(crate) fn range(&self, range: &RangeIter, side: Side) -> TokenStream {
+        let start = self.value(&range.start, side);
+        let end = self.value(&range.end, side);
+        if range.inclusive {
+            quote!((#start..=#end))
+        } else {
+            quote!((#start..#end))
+        }
+    }
+
+    fn fwd_let(&self, var: VarId, init: &crate::ir::Expr) -> TokenStream {
+        let name = self.name(var);
+        let mutable = self.function.vars[var].mutable;
+        let mut_token = mutable.then(|| quote!(mut));
+        let value = match &init.kind {
+            ExprKind::Call(call) => {
+                if !self.is_active(init) {
+                    let written = &call.written;
+                    if self.active(var) {
+                        self.lift(quote!(#written))
+                    } else {
+                        quote!(#written)
+                    }
+                } else {
+                    let rec = if self.useful(var) {
+                        self.rec()
+                    } else {
+                        quote!(&mut ::deltad::__private::NoRecord)
+                    };
+                    let fwd = self.callee(&call.path, "__fwd");
+                    let args = self.call_args(call, Side::Forward);
+                    quote!(#fwd(#rec, #(#args),*))
+                }
+            }
+            ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            _ if self.active(var) => self.scalar_value(init, Side::Forward),
+            _ => self.value(init, Side::Forward),
+        };
+        let annotation = match (&self.function.vars[var].annotation, self.active(var)) {
+            (Some(ty), false) => quote!(: #ty),
+            _ => TokenStream::new(),
+        };
+        quote!(let #mut_token #name #annotation = #value;)
+    }
+
+    /// A new local buffer: `vec![..]` with its elements as scalars of the
+    /// pass if the buffer is differentiated.
+    pub(crate) fn new_buffer(&self, var: VarId, new: &NewBuffer, side: Side) -> TokenStream {
+        let element = |e: &crate::ir::Expr| {
+            if self.active(var) {
+                self.scalar_value(e, side)
+            } else {
+                self.value(e, side)
+            }
+        };
+        let array = self.function.vars[var].array;
+        match new {
+            NewBuffer::Repeat { elem, len } => {
+                let elem = element(elem);
+                let len = self.value(len, side);
+                if array {
+                    quote!([#elem; #len])
+                } else {
+                    quote!(::std::vec![#elem; #len])
+                }
+            }
+            NewBuffer::List(elems) => {
+                let elems = elems.iter().map(element);
+                if array {
+                    quote!([#(#elems),*])
+                } else {
+                    quote!(::std::vec![#(#elems),*])
+                }
+            }
+        }
+    }
+
+    /// The path of a callee's generated item: `path::item`.
+    pub(crate) fn callee(&self, path: &syn::Path, item: &str) -> TokenStream {
+        let item = syn::Ident::new(item, Span::call_site());
+        quote!(#path::#item)
+    }
+
+    /// The arguments of a call of a callee's compiled pass, each converted
+    /// by the callee's parameter marker.
+    pub(crate) fn call_args(&self, call: &crate::ir::Call, side: Side) -> Vec<TokenStream> {
+        let s = &self.scalar;
+        call.args
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| {
+                let (value, active, buffer, span) = match arg {
+                    CallArg::Value(value) => (
+                        self.value(value, side),
+                        self.is_active(value),
+                        false,
+                        value.span,
+                    ),
+                    CallArg::Plain(value) => (self.value(value, side), false, true, value.span),
+                    CallArg::Buffer(buffer) => (
+                        self.buffer_arg(buffer, side),
+                        self.active(buffer.var),
+                        true,
+                        buffer.span,
+                    ),
+                };
+                let marker = format_ident!("__P{}", i, span = span);
+                let path = &call.path;
+                let marker = quote_spanned!(span=> #path::#marker);
+                let conversion = if active {
+                    quote_spanned!(span=> ::deltad::__private::PassActive)
+                } else {
+                    quote_spanned!(span=> ::deltad::__private::PassConstant)
+                };
+                // At the argument: a conversion that does not exist is the
+                // user's error there.
+                let passed = quote_spanned!(span=> <#marker as #conversion<#s, _>>::pass(#value));
+                if buffer {
+                    quote_spanned!(span=> &*#passed)
+                } else {
+                    passed
+                }
+            })
+            .collect()
+    }
+
+    fn fwd_assign(
+        &self,
+        stmt: StmtId,
+        place: &Place,
+        op: AssignOp,
+        value: &crate::ir::Expr,
+        first: bool,
+    ) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let var = place.var();
+        let name = self.name(var);
+        let value = if self.active(var) {
+            self.scalar_value(value, Side::Forward)
+        } else {
+            self.value(value, Side::Forward)
+        };
+        let op = assign_op(op);
+        let save = plan.restored[var] && !first && !plan.inverted[stmt];
+        // The value first: `x[i] += x[j]` on a scalar type with operator
+        // traits would borrow `x` mutably before reading it.
+        let new = format_ident!("__deltad_value", span = Span::mixed_site());
+        match place {
+            Place::Var(_) => {
+                let save = save.then(|| self.push_var(var));
+                quote!({ let #new = #value; #save #name #op #new; })
+            }
+            Place::Elem(_, index) => {
+                let index_value = self.value(index, Side::Forward);
+                let at = format_ident!("__deltad_at", span = Span::mixed_site());
+                let save = save.then(|| {
+                    if self.active(var) {
+                        self.push_real(quote!(#name[#at]))
+                    } else {
+                        self.push_bits(quote!(#name[#at]))
+                    }
+                });
+                quote!({
+                    let #at: usize = #index_value;
+                    let #new = #value;
+                    #save
+                    #name[#at] #op #new;
+                })
+            }
+        }
+    }
+
+    fn effect(&self, effect: &Effect) -> TokenStream {
+        let mac = &effect.mac;
+        if effect.args.is_empty() {
+            return quote!(#mac;);
+        }
+        let path = &mac.path;
+        let args = effect.args.iter().map(|arg| match arg {
+            EffectArg::Expr(expr) => self.value(expr, Side::Forward),
+            EffectArg::Tokens(tokens) => tokens.clone(),
+        });
+        quote!(#path!(#(#args),*);)
+    }
+
+    /// The block with id `id`.
+    pub(crate) fn block(&self, id: BlockId) -> &Block {
+        fn find(block: &Block, id: BlockId) -> Option<&Block> {
+            if block.id == id {
+                return Some(block);
+            }
+            block
+                .stmts
+                .iter()
+                .flat_map(|s| s.blocks())
+                .find_map(|b| find(b, id))
+        }
+        find(&self.function.body, id).expect("every block id is a block")
+    }
+}
+
+pub(crate) fn assign_op(op: AssignOp) -> TokenStream {
+    match op {
+        AssignOp::Set => quote!(=),
+        AssignOp::Add => quote!(+=),
+        AssignOp::Sub => quote!(-=),
+        AssignOp::Mul => quote!(*=),
+        AssignOp::Div => quote!(/=),
+        AssignOp::Rem => quote!(%=),
+    }
+}
+
+/// The name a shadowed variable is kept under for the block's end.
+fn kept_local(var: VarId) -> syn::Ident {
+    format_ident!("__deltad_kept{}", var, span = Span::mixed_site())
+}
+
+/// The iteration counter of loop `id`.
+pub(crate) fn count_local(id: LoopId) -> syn::Ident {
+    format_ident!("__deltad_count{}", id, span = Span::mixed_site())
+}
+
+/// The decision of the `if` statement `stmt`.
+pub(crate) fn decision_local(stmt: StmtId) -> syn::Ident {
+    format_ident!("__deltad_decision{}", stmt, span = Span::mixed_site())
+}

@@ -1,0 +1,259 @@
+//! The compiled passes of a function in the compiled subset:
+//!
+//! ```text
+//! fn __deltad_fwd<S: Scalar, R: Record<S>>(rec: &mut R, params..) -> S
+//! fn __deltad_adj<S: Scalar, K0.., Kn>(stack: &mut Stack<S>, params.., out: S, sinks: K0.., Kn)
+//! ```
+//!
+//! `__deltad_fwd` is the body computing on `S`, pushing what the plan says
+//! the adjoint needs (`forward.rs`); `__deltad_adj` is the statements in
+//! reverse (`adjoint.rs`, expressions in `adjoint_expr.rs`), with scalar
+//! adjoints in locals and buffer adjoints in the sinks the caller gives.
+//! `values.rs` emits expression values for both.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::Ident;
+
+use crate::analyze::Analysis;
+use crate::ir::{Function, VarId, VarKind};
+use crate::signature::{ParamKind, Signature};
+
+mod adjoint;
+mod adjoint_expr;
+mod forward;
+mod values;
+
+/// A lowered and analyzed function, ready to emit.
+pub(crate) struct Compiled {
+    pub function: Function,
+    pub analysis: Analysis,
+}
+
+/// The pieces shared by both passes.
+pub(crate) struct Passes<'a> {
+    pub function: &'a Function,
+    pub analysis: &'a Analysis,
+    pub signature: &'a Signature,
+    /// The scalar type parameter.
+    pub scalar: Ident,
+    /// The machine float.
+    pub prim: Ident,
+}
+
+/// Generated names (mixed-site: they never meet the user's).
+pub(crate) mod names {
+    use proc_macro2::Span;
+    use syn::Ident;
+
+    pub(crate) fn ident(name: &str) -> Ident {
+        Ident::new(name, Span::mixed_site())
+    }
+
+    pub(crate) fn record() -> Ident {
+        ident("__deltad_rec")
+    }
+
+    pub(crate) fn stack() -> Ident {
+        ident("__deltad_stack")
+    }
+
+    pub(crate) fn out() -> Ident {
+        ident("__deltad_out")
+    }
+}
+
+pub(crate) const FWD_FN: &str = "__deltad_fwd";
+pub(crate) const ADJ_FN: &str = "__deltad_adj";
+
+impl<'a> Passes<'a> {
+    pub(crate) fn new(compiled: &'a Compiled, signature: &'a Signature) -> Passes<'a> {
+        Passes {
+            function: &compiled.function,
+            analysis: &compiled.analysis,
+            signature,
+            scalar: Ident::new("__DeltadS", Span::call_site()),
+            prim: signature.precision.ident(Span::call_site()),
+        }
+    }
+
+    pub(crate) fn active(&self, var: VarId) -> bool {
+        self.analysis.active[var]
+    }
+
+    pub(crate) fn useful(&self, var: VarId) -> bool {
+        self.analysis.plan.useful[var]
+    }
+
+    pub(crate) fn is_buffer(&self, var: VarId) -> bool {
+        self.function.vars[var].kind == VarKind::Buffer
+    }
+
+    pub(crate) fn is_param(&self, var: VarId) -> bool {
+        matches!(self.function.vars[var].origin, crate::ir::Origin::Param(_))
+    }
+
+    /// The name of a variable in both passes.
+    pub(crate) fn name(&self, var: VarId) -> &Ident {
+        &self.function.vars[var].name
+    }
+
+    /// The adjoint of a variable: a local of the adjoint, or for a buffer
+    /// parameter its sink.
+    pub(crate) fn adjoint(&self, var: VarId) -> Ident {
+        if let crate::ir::Origin::Param(index) = self.function.vars[var].origin {
+            if self.is_buffer(var) {
+                return sink(index);
+            }
+        }
+        let name = syn::ext::IdentExt::unraw(self.name(var)).to_string();
+        format_ident!("__deltad_adj_{}_{}", name, var, span = Span::mixed_site())
+    }
+
+    /// The local holding a local buffer's length in the adjoint, when its
+    /// values are not there.
+    pub(crate) fn length_local(&self, var: VarId) -> Ident {
+        let name = syn::ext::IdentExt::unraw(self.name(var)).to_string();
+        format_ident!("__deltad_len_{}_{}", name, var, span = Span::mixed_site())
+    }
+
+    /// `lifted::<S>(value)`: a constant real as a scalar of the pass.
+    pub(crate) fn lift(&self, value: TokenStream) -> TokenStream {
+        let s = &self.scalar;
+        quote!(::deltad::__private::lifted::<#s>(#value))
+    }
+
+    /// The type of a plain variable the passes push and pop.
+    pub(crate) fn plain_type(&self, var: VarId) -> TokenStream {
+        use crate::analyze::Ty;
+        match &self.analysis.types[var] {
+            Ty::Real => {
+                let prim = &self.prim;
+                quote!(#prim)
+            }
+            Ty::Bool => quote!(bool),
+            Ty::Named(name) => {
+                let ident = Ident::new(name, Span::call_site());
+                quote!(#ident)
+            }
+            // `pushable` checked the type before planning a push.
+            _ => quote!(_),
+        }
+    }
+
+    /// The compiled passes' parameter list: differentiated reals as `S`,
+    /// differentiated buffers as `&[S]`, others as written.
+    fn params(&self) -> Vec<TokenStream> {
+        let s = &self.scalar;
+        self.signature
+            .params
+            .iter()
+            .zip(&self.function.params)
+            .map(|(param, &var)| {
+                let name = self.name(var);
+                match &param.kind {
+                    ParamKind::Real => quote!(#name: #s),
+                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                        quote!(#name: &[#s; #len])
+                    }
+                    kind if kind.is_active() => quote!(#name: &[#s]),
+                    _ => {
+                        let ty = &param.ty;
+                        quote!(#name: #ty)
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The function's lifetime and const parameters.
+    fn user_generics(&self) -> Vec<TokenStream> {
+        self.signature.generics.iter().map(|g| quote!(#g)).collect()
+    }
+
+    /// `__deltad_fwd` and `__deltad_adj`.
+    pub(crate) fn items(&self) -> TokenStream {
+        let s = &self.scalar;
+        let prim = &self.prim;
+        let params = self.params();
+        let generics = self.user_generics();
+        let where_clause = &self.signature.where_clause;
+        let (fwd_fn, adj_fn) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let rec = names::record();
+        let stack = names::stack();
+        let out = names::out();
+        let forward = self.forward_body();
+        let adjoint = self.adjoint_body();
+        let sink_types: Vec<Ident> = (0..self.signature.params.len())
+            .map(|i| format_ident!("__DeltadK{}", i))
+            .collect();
+        let sink_bounds = self
+            .signature
+            .params
+            .iter()
+            .zip(&sink_types)
+            .map(|(param, ty)| match &param.kind {
+                ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#s>),
+                kind if kind.is_active() => quote!(#ty: ::deltad::__private::SliceSink<#s>),
+                _ => quote!(#ty),
+            });
+        let sinks = sink_types.iter().enumerate().map(|(i, ty)| {
+            let name = sink(i);
+            quote!(mut #name: #ty)
+        });
+        quote! {
+            #[doc(hidden)]
+            #[inline]
+            #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
+            pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
+                #rec: &mut __DeltadR,
+                #(#params),*
+            ) -> #s #where_clause {
+                #forward
+            }
+
+            #[doc(hidden)]
+            #[inline]
+            #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
+            pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
+                #stack: &mut ::deltad::__private::Stack<#s>,
+                #(#params,)*
+                #out: #s,
+                #(#sinks),*
+            ) #where_clause {
+                #adjoint
+            }
+        }
+    }
+
+    /// The marker types of the parameters (`__P0`, ...), by which callers
+    /// convert their arguments.
+    pub(crate) fn markers(signature: &Signature) -> TokenStream {
+        let markers = signature.params.iter().enumerate().map(|(i, param)| {
+            let name = format_ident!("__P{}", i);
+            let marker = match &param.kind {
+                ParamKind::Real => quote!(::deltad::__private::RealParam),
+                ParamKind::Slice { .. } | ParamKind::VecRef { .. } | ParamKind::Vec => {
+                    quote!(::deltad::__private::SliceParam)
+                }
+                ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
+                    quote!(::deltad::__private::ArrayParam)
+                }
+                _ => quote!(::deltad::__private::PlainParam),
+            };
+            quote! {
+                #[doc(hidden)]
+                pub type #name = #marker;
+            }
+        });
+        quote!(#(#markers)*)
+    }
+}
+
+/// The sink parameter of parameter `index` in `__deltad_adj`.
+pub(crate) fn sink(index: usize) -> Ident {
+    format_ident!("__deltad_sink{}", index, span = Span::mixed_site())
+}

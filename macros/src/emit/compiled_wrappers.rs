@@ -1,0 +1,348 @@
+//! The public derivatives of a function on the compiled path: the same
+//! signatures as the tape's (`wrappers.rs`, `higher.rs`), their bodies
+//! calling the generated forward pass and adjoint:
+//!
+//! * reverse mode on the machine float, the adjoints of slice parameters
+//!   written straight into the `Grad`'s fields;
+//! * forward mode: the forward pass on dual numbers, recording nothing;
+//! * forward-over-reverse: both passes on dual numbers.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::Ident;
+
+use super::compiled::{ADJ_FN, FWD_FN};
+use super::Generator;
+use crate::names::items;
+use crate::signature::ParamKind;
+
+/// Which scalar the passes run on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scalar {
+    Machine,
+    Dual,
+}
+
+impl Generator<'_> {
+    fn scalar_type(&self, scalar: Scalar) -> TokenStream {
+        let prim = &self.prim;
+        match scalar {
+            Scalar::Machine => quote!(#prim),
+            Scalar::Dual => quote!(::deltad::__private::Dual<#prim>),
+        }
+    }
+
+    /// The local holding a parameter's dual inputs.
+    fn dual_input(&self, name: &Ident) -> Ident {
+        let name = syn::ext::IdentExt::unraw(name).to_string();
+        format_ident!("__deltad_dual_{}", name, span = Span::mixed_site())
+    }
+
+    /// The local holding a parameter's dual adjoints.
+    fn dual_adjoint(&self, name: &Ident) -> Ident {
+        let name = syn::ext::IdentExt::unraw(name).to_string();
+        format_ident!("__deltad_dual_adj_{}", name, span = Span::mixed_site())
+    }
+
+    /// The arguments of one call of a compiled pass. `last`: the call that
+    /// may move by-value parameters (the others clone them).
+    fn pass_args(&self, scalar: Scalar, last: bool) -> Vec<TokenStream> {
+        self.signature
+            .params
+            .iter()
+            .map(|param| {
+                let name = &param.name;
+                match (&param.kind, scalar) {
+                    (ParamKind::Real, Scalar::Machine) => quote!(#name),
+                    (ParamKind::Array { .. }, Scalar::Machine) => quote!(&#name),
+                    (ParamKind::ArrayRef { .. }, Scalar::Machine) => quote!(#name),
+                    (kind, Scalar::Machine) if kind.is_active() => quote!(&#name[..]),
+                    (ParamKind::Real, Scalar::Dual) => {
+                        let input = self.dual_input(name);
+                        quote!(#input)
+                    }
+                    (ParamKind::Array { .. } | ParamKind::ArrayRef { .. }, Scalar::Dual) => {
+                        let input = self.dual_input(name);
+                        quote!(&#input)
+                    }
+                    (kind, Scalar::Dual) if kind.is_active() => {
+                        let input = self.dual_input(name);
+                        quote!(&#input[..])
+                    }
+                    _ if last || matches!(param.ty, syn::Type::Reference(_)) => quote!(#name),
+                    _ => quote!(::core::clone::Clone::clone(&#name)),
+                }
+            })
+            .collect()
+    }
+
+    /// The statements making the dual inputs, tangents from the `Seeds`
+    /// local `seeds` in input leaf order.
+    fn compiled_dual_inputs(&self, seeds: &Ident) -> Vec<TokenStream> {
+        let prim = &self.prim;
+        let dual = quote!(::deltad::__private::Dual::<#prim>::new);
+        self.signature
+            .params
+            .iter()
+            .filter_map(|param| {
+                let name = &param.name;
+                let input = self.dual_input(name);
+                match &param.kind {
+                    ParamKind::Real => Some(quote!(let #input = #dual(#name, #seeds.next_tangent());)),
+                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => Some(quote! {
+                        let #input: [::deltad::__private::Dual<#prim>; #len] =
+                            ::core::array::from_fn(|__deltad_k| #dual(#name[__deltad_k], #seeds.next_tangent()));
+                    }),
+                    kind if kind.is_active() => Some(quote! {
+                        let #input: ::std::vec::Vec<::deltad::__private::Dual<#prim>> =
+                            #name.iter().map(|&__deltad_e| #dual(__deltad_e, #seeds.next_tangent())).collect();
+                    }),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    /// The sinks of the adjoints: into the `Grad` `grad` (machine floats),
+    /// or into the dual adjoint locals.
+    fn pass_sinks(&self, scalar: Scalar, grad: &Ident) -> Vec<TokenStream> {
+        let s = self.scalar_type(scalar);
+        self.signature
+            .params
+            .iter()
+            .map(|param| {
+                let name = &param.name;
+                match (&param.kind, scalar) {
+                    (ParamKind::Real, Scalar::Machine) => quote!(&mut #grad.#name),
+                    (kind, Scalar::Machine) if kind.is_active() => quote!(&mut #grad.#name[..]),
+                    (ParamKind::Real, Scalar::Dual) => {
+                        let adjoint = self.dual_adjoint(name);
+                        quote!(&mut #adjoint)
+                    }
+                    (kind, Scalar::Dual) if kind.is_active() => {
+                        let adjoint = self.dual_adjoint(name);
+                        quote!(&mut #adjoint[..])
+                    }
+                    _ => quote!(::deltad::__private::Discard::<#s>::new()),
+                }
+            })
+            .collect()
+    }
+
+    /// `Grad` with zeros shaped like the parameters.
+    fn zero_grad(&self) -> TokenStream {
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let fields = self.signature.params.iter().filter_map(|param| {
+            let name = &param.name;
+            Some(match &param.kind {
+                ParamKind::Real => quote!(#name: 0.0),
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                    quote!(#name: [0.0; #len])
+                }
+                kind if kind.is_active() => quote!(#name: ::std::vec![0.0; #name.len()]),
+                _ => return None,
+            })
+        });
+        let phantom = self
+            .no_active_params()
+            .then(|| quote!(__deltad_element: ::core::marker::PhantomData,));
+        quote!(#grad { #(#fields,)* #phantom })
+    }
+
+    fn no_active_params(&self) -> bool {
+        !self.signature.params.iter().any(|p| p.kind.is_active())
+    }
+
+    /// Runs `body` with a stack of `scalar`s named by the returned ident.
+    fn with_stack(&self, scalar: Scalar, body: TokenStream) -> (Ident, TokenStream) {
+        let s = self.scalar_type(scalar);
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        (
+            stack.clone(),
+            quote! {
+                ::deltad::__private::with_stack::<#s, _>(|#stack| { #body })
+            },
+        )
+    }
+
+    /// One reverse evaluation on the machine float with output adjoint
+    /// `seed`, adding the gradient into the `Grad` `grad`; the value.
+    fn compiled_reverse(&self, seed: TokenStream, grad: &Ident) -> TokenStream {
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let fwd_args = self.pass_args(Scalar::Machine, false);
+        let adj_args = self.pass_args(Scalar::Machine, true);
+        let sinks = self.pass_sinks(Scalar::Machine, grad);
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let value = Ident::new("__deltad_value", Span::mixed_site());
+        let prim = &self.prim;
+        let (_, run) = self.with_stack(
+            Scalar::Machine,
+            quote! {
+                let #value: #prim = #fwd(&mut *#stack, #(#fwd_args),*);
+                #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
+                #value
+            },
+        );
+        run
+    }
+
+    /// `tape_stats`: what one forward pass keeps on the stack.
+    pub(super) fn compiled_stats_body(&self) -> TokenStream {
+        let prim = &self.prim;
+        let fwd = Ident::new(FWD_FN, Span::call_site());
+        let args = self.pass_args(Scalar::Machine, true);
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let (_, run) = self.with_stack(
+            Scalar::Machine,
+            quote! {
+                let _: #prim = #fwd(&mut *#stack, #(#args),*);
+                ::deltad::__private::TapeStats::of_stack(#stack.stats())
+            },
+        );
+        run
+    }
+
+    pub(super) fn compiled_value_and_grad_body(&self, seed: Option<&Ident>) -> TokenStream {
+        let prim = &self.prim;
+        let grad = Ident::new("__deltad_grad", Span::mixed_site());
+        let zero = self.zero_grad();
+        let seed = match seed {
+            Some(seed) => quote!(#seed),
+            None => quote!(<#prim as ::deltad::__private::Primitive>::ONE),
+        };
+        let run = self.compiled_reverse(seed, &grad);
+        quote! {
+            let mut #grad = #zero;
+            let __deltad_result = #run;
+            (__deltad_result, #grad)
+        }
+    }
+
+    pub(super) fn compiled_grad_into_body(&self) -> TokenStream {
+        let prim = &self.prim;
+        let into = self.names.grad_into();
+        let checks = self.signature.params.iter().filter_map(|param| {
+            let name = &param.name;
+            let field = syn::ext::IdentExt::unraw(name).to_string();
+            match &param.kind {
+                ParamKind::Slice { .. } | ParamKind::VecRef { .. } | ParamKind::Vec => {
+                    Some(quote! {
+                        if #into.#name.is_empty() {
+                            #into.#name.resize(#name.len(), 0.0);
+                        }
+                        ::core::assert_eq!(
+                            #into.#name.len(),
+                            #name.len(),
+                            "deltad: grad_into: `grad.{}` has {} entries but the argument has {}",
+                            #field,
+                            #into.#name.len(),
+                            #name.len()
+                        );
+                    })
+                }
+                _ => None,
+            }
+        });
+        let run = self.compiled_reverse(
+            quote!(<#prim as ::deltad::__private::Primitive>::ONE),
+            &into,
+        );
+        quote! {
+            #(#checks)*
+            #run
+        }
+    }
+
+    pub(super) fn compiled_jacobian_body(&self) -> TokenStream {
+        let body = self.compiled_value_and_grad_body(None);
+        quote! {
+            let (__deltad_value, __deltad_row) = { #body };
+            (__deltad_value, ::std::vec![__deltad_row])
+        }
+    }
+
+    /// `jvp`: the forward pass on dual numbers whose tangents come from
+    /// `tangent`, recording nothing.
+    pub(super) fn compiled_jvp_body(&self, tangent: &Ident) -> TokenStream {
+        let prim = &self.prim;
+        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let fwd = Ident::new(FWD_FN, Span::call_site());
+        let seeds = self.names.local("seeds");
+        let inputs = self.compiled_dual_inputs(&seeds);
+        let args = self.pass_args(Scalar::Dual, true);
+        quote! {
+            let mut __deltad_flat = ::std::vec::Vec::new();
+            #flatten(#tangent, &mut __deltad_flat);
+            let mut #seeds = ::deltad::__private::Seeds::<#prim>::from_flat(__deltad_flat);
+            #(#inputs)*
+            let __deltad_result: ::deltad::__private::Dual<#prim> =
+                #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
+            (__deltad_result.value, __deltad_result.tangent)
+        }
+    }
+
+    /// One forward-over-reverse evaluation with tangents from the `Seeds`
+    /// local `seeds`: an expression `(value, Grad of the adjoint tangents)`.
+    pub(super) fn compiled_forward_over_reverse(&self, seeds: &Ident) -> TokenStream {
+        let prim = &self.prim;
+        let dual = quote!(::deltad::__private::Dual<#prim>);
+        let zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let inputs = self.compiled_dual_inputs(seeds);
+        let mut adjoints = Vec::new();
+        let mut fields = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let adjoint = self.dual_adjoint(name);
+            match &param.kind {
+                ParamKind::Real => {
+                    adjoints.push(quote!(let mut #adjoint: #dual = #zero;));
+                    fields.push(quote!(#name: #adjoint.tangent));
+                }
+                kind if kind.is_active() => {
+                    adjoints.push(quote!(let mut #adjoint: ::std::vec::Vec<#dual> = ::std::vec![#zero; #name.len()];));
+                    let field = match kind {
+                        ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
+                            quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoint[__deltad_k].tangent))
+                        }
+                        _ => {
+                            quote!(#name: #adjoint.iter().map(|__deltad_d| __deltad_d.tangent).collect())
+                        }
+                    };
+                    fields.push(field);
+                }
+                _ => {}
+            }
+        }
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let phantom = self
+            .no_active_params()
+            .then(|| quote!(__deltad_element: ::core::marker::PhantomData,));
+        let fwd_args = self.pass_args(Scalar::Dual, false);
+        // Repeated (Hessian rows): every call clones by-value parameters.
+        let adj_args = self.pass_args(Scalar::Dual, false);
+        let unused = Ident::new("__deltad_unused", Span::mixed_site());
+        let sinks = self.pass_sinks(Scalar::Dual, &unused);
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let (_, run) = self.with_stack(
+            Scalar::Dual,
+            quote! {
+                let __deltad_value: #dual = #fwd(&mut *#stack, #(#fwd_args),*);
+                #adj(&mut *#stack, #(#adj_args,)* <#dual as ::deltad::__private::Scalar>::one(), #(#sinks),*);
+                __deltad_value
+            },
+        );
+        quote! {{
+            #(#inputs)*
+            #(#adjoints)*
+            let __deltad_value: #dual = #run;
+            (__deltad_value.value, #grad { #(#fields,)* #phantom })
+        }}
+    }
+}

@@ -1,0 +1,496 @@
+//! Expressions: arithmetic, math methods, element reads, casts, calls,
+//! vector primitives, new buffers; control flow and calls inside them are
+//! hoisted into temporaries.
+
+use syn::spanned::Spanned;
+use syn::Expr as SynExpr;
+
+use super::stmts::{is_control_flow, strip};
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::{
+    ArithOp, BufferRef, Call, CallArg, Expr, ExprKind, Math, NewBuffer, Primitive, StmtKind,
+    VarKind,
+};
+
+impl Lowerer {
+    /// Lowers a value expression; statements it needs first (hoisted calls
+    /// and control flow) go to `out`.
+    pub(super) fn expr(&mut self, expr: &SynExpr, out: &mut Vec<crate::ir::Stmt>) -> Lowered<Expr> {
+        let span = expr.span();
+        let new = |kind| Ok(Expr::new(kind, span));
+        match expr {
+            SynExpr::Paren(paren) => self.expr(&paren.expr, out),
+            SynExpr::Group(group) => self.expr(&group.expr, out),
+            SynExpr::Lit(lit) => match &lit.lit {
+                syn::Lit::Int(_) | syn::Lit::Float(_) | syn::Lit::Bool(_) => {
+                    new(ExprKind::Lit(lit.lit.clone()))
+                }
+                _ => self.opaque(expr),
+            },
+            SynExpr::Path(path) if path.qself.is_none() => match self.resolve_path(&path.path) {
+                Some(var) => {
+                    if self.kind(var) == VarKind::Buffer {
+                        return Err(Unsupported::new(
+                            span,
+                            "a buffer used as a value (moved, compared, printed..) is not on the compiled path yet",
+                        ));
+                    }
+                    new(ExprKind::Var(var))
+                }
+                None => self.opaque(expr),
+            },
+            SynExpr::Unary(unary) => match unary.op {
+                syn::UnOp::Neg(_) => new(ExprKind::Neg(Box::new(self.expr(&unary.expr, out)?))),
+                syn::UnOp::Not(_) => new(ExprKind::Not(Box::new(self.expr(&unary.expr, out)?))),
+                syn::UnOp::Deref(_) => match strip(&unary.expr) {
+                    SynExpr::Path(path) if path.qself.is_none() => {
+                        match self.resolve_path(&path.path) {
+                            Some(var) if self.by_ref.contains(&var) => new(ExprKind::Var(var)),
+                            _ => Err(Unsupported::new(
+                                span,
+                                "dereferencing is not on the compiled path yet, except of a loop's element (`for x in v.iter()`)",
+                            )),
+                        }
+                    }
+                    _ => Err(Unsupported::new(
+                        span,
+                        "dereferencing is not on the compiled path yet, except of a loop's element (`for x in v.iter()`)",
+                    )),
+                },
+                _ => self.opaque(expr),
+            },
+            SynExpr::Binary(binary) => {
+                let arith = match binary.op {
+                    syn::BinOp::Add(_) => Some(ArithOp::Add),
+                    syn::BinOp::Sub(_) => Some(ArithOp::Sub),
+                    syn::BinOp::Mul(_) => Some(ArithOp::Mul),
+                    syn::BinOp::Div(_) => Some(ArithOp::Div),
+                    syn::BinOp::Rem(_) => Some(ArithOp::Rem),
+                    _ => None,
+                };
+                if let Some(op) = arith {
+                    let left = self.expr(&binary.left, out)?;
+                    let right = self.expr(&binary.right, out)?;
+                    return new(ExprKind::Arith(op, Box::new(left), Box::new(right)));
+                }
+                let compare = matches!(
+                    binary.op,
+                    syn::BinOp::Lt(_)
+                        | syn::BinOp::Le(_)
+                        | syn::BinOp::Gt(_)
+                        | syn::BinOp::Ge(_)
+                        | syn::BinOp::Eq(_)
+                        | syn::BinOp::Ne(_)
+                );
+                let left = self.expr(&binary.left, out)?;
+                let short_circuit = matches!(binary.op, syn::BinOp::And(_) | syn::BinOp::Or(_));
+                let right = if short_circuit {
+                    // The right operand runs only sometimes: nothing may be
+                    // hoisted out of it.
+                    let mut hoisted = Vec::new();
+                    let right = self.expr(&binary.right, &mut hoisted)?;
+                    if !hoisted.is_empty() || right.has_call() {
+                        return Err(Unsupported::new(
+                            binary.right.span(),
+                            "calls and control flow on the right of `&&`/`||` are not on the compiled path yet",
+                        ));
+                    }
+                    right
+                } else {
+                    self.expr(&binary.right, out)?
+                };
+                if compare {
+                    new(ExprKind::Compare(binary.op, Box::new(left), Box::new(right)))
+                } else {
+                    new(ExprKind::Logic(binary.op, Box::new(left), Box::new(right)))
+                }
+            }
+            SynExpr::Cast(cast) => {
+                let inner = self.expr(&cast.expr, out)?;
+                new(ExprKind::Cast(Box::new(inner), (*cast.ty).clone()))
+            }
+            SynExpr::Index(index) => self.index(index, out),
+            SynExpr::MethodCall(call) => self.method_call(call, out),
+            SynExpr::Call(call) => self.call(call, out),
+            SynExpr::Field(field) => {
+                // `x.sin_cos().0` / `.1`.
+                if let (SynExpr::MethodCall(call), syn::Member::Unnamed(index)) =
+                    (strip(&field.base), &field.member)
+                {
+                    if call.method == "sin_cos" && call.args.is_empty() && index.index < 2 {
+                        let receiver = self.expr(&call.receiver, out)?;
+                        let name = if index.index == 0 { "sin" } else { "cos" };
+                        let math = Math::named(name).expect("sin and cos are math");
+                        return new(ExprKind::Math {
+                            math,
+                            args: vec![receiver],
+                            path_style: None,
+                        });
+                    }
+                }
+                self.opaque(expr)
+            }
+            _ if is_control_flow(expr) => {
+                let temp = self.temp(span);
+                out.push(self.stmt(
+                    span,
+                    StmtKind::Let {
+                        var: temp,
+                        init: None,
+                    },
+                ));
+                self.value_into(expr, temp, out)?;
+                new(ExprKind::Var(temp))
+            }
+            SynExpr::Macro(mac) => {
+                let name = mac
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
+                if name == "vec" {
+                    return Err(Unsupported::new(
+                        span,
+                        "`vec![..]` is on the compiled path only as the value of a `let`",
+                    ));
+                }
+                self.opaque(expr)
+            }
+            SynExpr::Closure(_) => Err(Unsupported::new(
+                span,
+                "closures are not on the compiled path yet",
+            )),
+            SynExpr::Try(_) => Err(Unsupported::new(
+                span,
+                "`?` is not on the compiled path yet",
+            )),
+            SynExpr::Reference(_) => Err(Unsupported::new(
+                span,
+                "references are on the compiled path only as arguments of calls",
+            )),
+            SynExpr::Assign(_) => Err(Unsupported::new(
+                span,
+                "an assignment used as a value is not on the compiled path",
+            )),
+            SynExpr::Return(_) | SynExpr::Break(_) | SynExpr::Continue(_) => Err(Unsupported::new(
+                span,
+                "`return`, `break` and `continue` inside an expression are not on the compiled path yet: put them in their own statement",
+            )),
+            SynExpr::ForLoop(_) | SynExpr::While(_) => Err(Unsupported::new(
+                span,
+                "a loop used as a value is not on the compiled path",
+            )),
+            _ => self.opaque(expr),
+        }
+    }
+
+    fn index(&mut self, index: &syn::ExprIndex, out: &mut Vec<crate::ir::Stmt>) -> Lowered<Expr> {
+        let span = index.span();
+        let base = match strip(&index.expr) {
+            SynExpr::Path(path) if path.qself.is_none() => self.resolve_path(&path.path),
+            _ => None,
+        };
+        match base {
+            Some(var) if self.kind(var) == VarKind::Buffer => {
+                if crate::syntax::is_range(&index.index) {
+                    return Err(Unsupported::new(
+                        span,
+                        "a range of a buffer is on the compiled path only as an argument `&v[a..b]`",
+                    ));
+                }
+                let at = self.expr(&index.index, out)?;
+                Ok(Expr::new(ExprKind::Elem(var, Box::new(at)), span))
+            }
+            _ => self.opaque(&SynExpr::Index(index.clone())),
+        }
+    }
+
+    fn method_call(
+        &mut self,
+        call: &syn::ExprMethodCall,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Expr> {
+        let span = call.span();
+        let name = call.method.to_string();
+        if call.turbofish.is_none() {
+            if let Some(math) = Math::named(&name) {
+                if call.args.len() + 1 == math.arity() {
+                    let mut args = vec![self.expr(&call.receiver, out)?];
+                    for arg in &call.args {
+                        args.push(self.expr(arg, out)?);
+                    }
+                    return Ok(Expr::new(
+                        ExprKind::Math {
+                            math,
+                            args,
+                            path_style: None,
+                        },
+                        span,
+                    ));
+                }
+            }
+        }
+        let receiver_var = match strip(&call.receiver) {
+            SynExpr::Path(path) if path.qself.is_none() => self.resolve_path(&path.path),
+            _ => None,
+        };
+        if let Some(var) = receiver_var {
+            if self.kind(var) == VarKind::Buffer {
+                return match name.as_str() {
+                    "len" if call.args.is_empty() => Ok(Expr::new(ExprKind::Len(var), span)),
+                    _ => Err(Unsupported::new(
+                        span,
+                        format!("the method `{name}` of a buffer is not on the compiled path yet (iterator chains are not either: write the loop)"),
+                    )),
+                };
+            }
+            if matches!(name.as_str(), "clone" | "to_owned") && call.args.is_empty() {
+                return Ok(Expr::new(ExprKind::Var(var), span));
+            }
+        }
+        self.opaque(&SynExpr::MethodCall(call.clone()))
+    }
+
+    fn call(&mut self, call: &syn::ExprCall, out: &mut Vec<crate::ir::Stmt>) -> Lowered<Expr> {
+        let span = call.span();
+        let SynExpr::Path(path) = strip(&call.func) else {
+            return self.opaque(&SynExpr::Call(call.clone()));
+        };
+        if path.qself.is_some() {
+            return self.opaque(&SynExpr::Call(call.clone()));
+        }
+        let path = &path.path;
+        if path.segments.len() == 1 && self.resolve_path(path).is_some() {
+            return Err(Unsupported::new(
+                span,
+                "calling a closure or function value is not on the compiled path yet",
+            ));
+        }
+        let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        // `f64::sin(x)`, `f64::max(a, b)`.
+        if names.len() == 2 && crate::methods::is_float_type_name(&names[0]) {
+            if let Some(math) = Math::named(&names[1]) {
+                if call.args.len() == math.arity() {
+                    let mut args = Vec::new();
+                    for arg in &call.args {
+                        args.push(self.expr(arg, out)?);
+                    }
+                    return Ok(Expr::new(
+                        ExprKind::Math {
+                            math,
+                            args,
+                            path_style: Some(path.clone()),
+                        },
+                        span,
+                    ));
+                }
+            }
+            return self.opaque(&SynExpr::Call(call.clone()));
+        }
+        // `deltad::sum(&v)`, `deltad::dot(&a, &b)`, `deltad::log_sum_exp(&v)`.
+        if names.len() == 2 && names[0] == "deltad" {
+            let primitive = match names[1].as_str() {
+                "sum" => Some((Primitive::Sum, 1)),
+                "dot" => Some((Primitive::Dot, 2)),
+                "log_sum_exp" => Some((Primitive::LogSumExp, 1)),
+                _ => None,
+            };
+            if let Some((primitive, arity)) = primitive {
+                if call.args.len() != arity {
+                    return self.opaque(&SynExpr::Call(call.clone()));
+                }
+                let mut buffers = Vec::new();
+                for arg in &call.args {
+                    match self.buffer_ref(arg, out)? {
+                        Some(buffer) => buffers.push(buffer),
+                        None => {
+                            return Err(Unsupported::new(
+                                arg.span(),
+                                "the vector primitives take a local buffer or a slice parameter (or a range of one) on the compiled path",
+                            ))
+                        }
+                    }
+                }
+                return Ok(Expr::new(ExprKind::Primitive(primitive, buffers), span));
+            }
+        }
+        match crate::syntax::classify_call(path) {
+            crate::syntax::CallKind::User => {}
+            crate::syntax::CallKind::Derivative(_) => {
+                return Err(Unsupported::new(
+                    span,
+                    "derivatives taken inside a differentiated function are not on the compiled path yet",
+                ))
+            }
+            _ => return self.opaque(&SynExpr::Call(call.clone())),
+        }
+        if path.segments.iter().any(|s| !s.arguments.is_empty()) {
+            return Err(Unsupported::new(
+                span,
+                "calls with generic arguments are not on the compiled path yet",
+            ));
+        }
+        let mut args = Vec::new();
+        for arg in &call.args {
+            if let Some(buffer) = self.buffer_ref(arg, out)? {
+                args.push(CallArg::Buffer(buffer));
+                continue;
+            }
+            if let SynExpr::Reference(reference) = strip(arg) {
+                if reference.mutability.is_some() {
+                    return Err(Unsupported::new(
+                        arg.span(),
+                        "`&mut` arguments are not on the compiled path yet",
+                    ));
+                }
+                // A reference to plain data (`&data`): passed as written.
+                let value = self.opaque(arg)?;
+                args.push(CallArg::Plain(value));
+                continue;
+            }
+            args.push(CallArg::Value(self.expr(arg, out)?));
+        }
+        // A call's value always lives in a temporary of its own, so the
+        // adjoint has one statement to mirror the call at.
+        let temp = self.temp(span);
+        let call = Expr::new(
+            ExprKind::Call(Call {
+                path: path.clone(),
+                args,
+                written: Box::new(SynExpr::Call(call.clone())),
+            }),
+            span,
+        );
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: Some(call),
+            },
+        ));
+        Ok(Expr::new(ExprKind::Var(temp), span))
+    }
+
+    /// A buffer argument: `&v`, `v` (a slice parameter), `&v[a..b]`,
+    /// `v.as_slice()`. `None` if `arg` is not one.
+    pub(super) fn buffer_ref(
+        &mut self,
+        arg: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<BufferRef>> {
+        let span = arg.span();
+        let (inner, referenced) = match strip(arg) {
+            SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                (strip(&reference.expr), true)
+            }
+            other => (other, false),
+        };
+        let buffer = |this: &Self, expr: &SynExpr| match strip(expr) {
+            SynExpr::Path(path) if path.qself.is_none() => this
+                .resolve_path(&path.path)
+                .filter(|var| this.kind(*var) == VarKind::Buffer),
+            _ => None,
+        };
+        match inner {
+            SynExpr::Path(_) => Ok(buffer(self, inner).map(|var| BufferRef {
+                var,
+                range: None,
+                span,
+            })),
+            SynExpr::MethodCall(call)
+                if call.method == "as_slice" && call.args.is_empty() && !referenced =>
+            {
+                Ok(buffer(self, &call.receiver).map(|var| BufferRef {
+                    var,
+                    range: None,
+                    span,
+                }))
+            }
+            SynExpr::Index(index) if referenced => {
+                let Some(var) = buffer(self, &index.expr) else {
+                    return Ok(None);
+                };
+                let SynExpr::Range(range) = strip(&index.index) else {
+                    return Ok(None);
+                };
+                if matches!(range.limits, syn::RangeLimits::Closed(_)) {
+                    return Err(Unsupported::new(
+                        range.span(),
+                        "inclusive ranges of buffers are not on the compiled path yet: write `a..b + 1`",
+                    ));
+                }
+                let start = match &range.start {
+                    Some(start) => Some(Box::new(self.expr(start, out)?)),
+                    None => None,
+                };
+                let end = match &range.end {
+                    Some(end) => Some(Box::new(self.expr(end, out)?)),
+                    None => None,
+                };
+                Ok(Some(BufferRef {
+                    var,
+                    range: Some((start, end)),
+                    span,
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The buffer a `let` makes, if its value is `vec![..]` or an array
+    /// literal.
+    pub(super) fn new_buffer(&mut self, init: &SynExpr) -> Lowered<Option<NewBuffer>> {
+        let mut hoisted = Vec::new();
+        let made = match strip(init) {
+            SynExpr::Macro(mac)
+                if mac
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "vec") =>
+            {
+                let args = mac
+                    .mac
+                    .parse_body_with(crate::macro_args::parse_vec_args)
+                    .map_err(|e| Unsupported::new(e.span(), e.to_string()))?;
+                match args {
+                    crate::macro_args::MacroArgs::Repeat(elem, len) => NewBuffer::Repeat {
+                        elem: Box::new(self.expr(&elem, &mut hoisted)?),
+                        len: Box::new(self.expr(&len, &mut hoisted)?),
+                    },
+                    crate::macro_args::MacroArgs::List(items) => {
+                        let mut elems = Vec::new();
+                        for item in &items {
+                            elems.push(self.expr(item, &mut hoisted)?);
+                        }
+                        NewBuffer::List(elems)
+                    }
+                    _ => return Ok(None),
+                }
+            }
+            SynExpr::Repeat(repeat) => NewBuffer::Repeat {
+                elem: Box::new(self.expr(&repeat.expr, &mut hoisted)?),
+                len: Box::new(self.expr(&repeat.len, &mut hoisted)?),
+            },
+            SynExpr::Array(array) => {
+                let mut elems = Vec::new();
+                for item in &array.elems {
+                    elems.push(self.expr(item, &mut hoisted)?);
+                }
+                NewBuffer::List(elems)
+            }
+            _ => return Ok(None),
+        };
+        let calls = made.elems().iter().any(|e| e.has_call());
+        if !hoisted.is_empty() || calls {
+            return Err(Unsupported::new(
+                init.span(),
+                "calls and control flow inside `vec![..]` are not on the compiled path yet: compute the values in `let`s first",
+            ));
+        }
+        Ok(Some(made))
+    }
+}

@@ -1,0 +1,706 @@
+//! Statements: `let`, assignments, control flow, macros, and values
+//! assigned through control flow (`value_into`).
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::Expr as SynExpr;
+
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::{
+    AssignOp, Block, Effect, EffectArg, Expr, ExprKind, Origin, Place, StmtKind, Var, VarId,
+    VarKind,
+};
+
+impl Lowerer {
+    /// Lowers one statement of a block into `out`; a tail expression's
+    /// value goes to `target`.
+    pub(super) fn stmt_into(
+        &mut self,
+        stmt: &syn::Stmt,
+        tail: bool,
+        target: Option<VarId>,
+        out: &mut Block,
+    ) -> Lowered<()> {
+        match stmt {
+            syn::Stmt::Local(local) => self.local(local, &mut out.stmts),
+            syn::Stmt::Item(item) => {
+                out.items.push(item.clone());
+                Ok(())
+            }
+            syn::Stmt::Expr(expr, None) if tail => match target {
+                Some(target) => self.value_into(expr, target, &mut out.stmts),
+                None => self.expr_stmt(expr, &mut out.stmts),
+            },
+            syn::Stmt::Expr(expr, _) => self.expr_stmt(expr, &mut out.stmts),
+            syn::Stmt::Macro(mac) => {
+                if tail && mac.semi_token.is_none() && target.is_some() {
+                    return Err(Unsupported::new(
+                        mac.span(),
+                        "a macro as the value of a block is not on the compiled path yet",
+                    ));
+                }
+                self.macro_stmt(&mac.mac, &mut out.stmts)
+            }
+        }
+    }
+
+    fn local(&mut self, local: &syn::Local, out: &mut Vec<crate::ir::Stmt>) -> Lowered<()> {
+        let span = local.span();
+        if let Some(init) = &local.init {
+            if init.diverge.is_some() {
+                return Err(Unsupported::new(
+                    span,
+                    "`let .. else` is not on the compiled path yet",
+                ));
+            }
+        }
+        let Some(init) = &local.init else {
+            return Err(Unsupported::new(
+                span,
+                "a `let` without a value is not on the compiled path yet: give the variable its value where it is declared",
+            ));
+        };
+        let init = &*init.expr;
+        let (pat, annotation) = match &local.pat {
+            syn::Pat::Type(typed) => (&*typed.pat, Some((*typed.ty).clone())),
+            other => (other, None),
+        };
+        match pat {
+            syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                self.let_ident(&ident.ident, ident.mutability.is_some(), annotation, init, out)
+            }
+            syn::Pat::Wild(_) => {
+                // `let _ = e;`: evaluated for its effects.
+                self.expr_stmt(init, out)
+            }
+            syn::Pat::Tuple(tuple) => self.let_tuple(tuple, init, out),
+            other => Err(Unsupported::new(
+                other.span(),
+                "this pattern in `let` is not on the compiled path yet: bind one name or a tuple of names",
+            )),
+        }
+    }
+
+    fn let_ident(
+        &mut self,
+        name: &syn::Ident,
+        mutable: bool,
+        annotation: Option<syn::Type>,
+        init: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = name.span();
+        let buffer = self.new_buffer(init)?;
+        let array =
+            buffer.is_some() && matches!(strip(init), SynExpr::Repeat(_) | SynExpr::Array(_));
+        let kind = if buffer.is_some() {
+            VarKind::Buffer
+        } else {
+            VarKind::Scalar
+        };
+        let value = match buffer {
+            Some(new) => Expr::new(ExprKind::NewBuffer(new), init.span()),
+            None if is_control_flow(init) => {
+                let temp = self.temp(init.span());
+                out.push(self.stmt(
+                    init.span(),
+                    StmtKind::Let {
+                        var: temp,
+                        init: None,
+                    },
+                ));
+                self.value_into(init, temp, out)?;
+                Expr::new(ExprKind::Var(temp), init.span())
+            }
+            None => {
+                let value = self.expr(init, out)?;
+                if let ExprKind::Var(source) = value.kind {
+                    if self.kind(source) == VarKind::Buffer {
+                        return Err(Unsupported::new(
+                            init.span(),
+                            "a buffer moved or aliased into another variable is not on the compiled path yet",
+                        ));
+                    }
+                }
+                value
+            }
+        };
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable,
+            origin: Origin::Local,
+            kind,
+            array,
+            annotation,
+            span,
+        });
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var,
+                init: Some(value),
+            },
+        ));
+        self.bind(name, var);
+        Ok(())
+    }
+
+    /// `let (a, b) = (x, y);` and `let (s, c) = x.sin_cos();`.
+    fn let_tuple(
+        &mut self,
+        pattern: &syn::PatTuple,
+        init: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let unsupported = || {
+            Unsupported::new(
+                pattern.span(),
+                "this tuple `let` is not on the compiled path yet: bind the parts with one `let` each",
+            )
+        };
+        let mut names = Vec::new();
+        for elem in &pattern.elems {
+            match elem {
+                syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                    names.push(Some((ident.ident.clone(), ident.mutability.is_some())))
+                }
+                syn::Pat::Wild(_) => names.push(None),
+                _ => return Err(unsupported()),
+            }
+        }
+        // The values, each into a temporary first: a part may name a
+        // variable the pattern shadows.
+        let values: Vec<Expr> = match strip(init) {
+            SynExpr::Tuple(tuple) if tuple.elems.len() == names.len() => {
+                let mut values = Vec::new();
+                for elem in &tuple.elems {
+                    let value = self.expr(elem, out)?;
+                    let temp = self.temp(elem.span());
+                    out.push(self.stmt(
+                        elem.span(),
+                        StmtKind::Let {
+                            var: temp,
+                            init: Some(value),
+                        },
+                    ));
+                    values.push(Expr::new(ExprKind::Var(temp), elem.span()));
+                }
+                values
+            }
+            SynExpr::MethodCall(call)
+                if call.method == "sin_cos" && call.args.is_empty() && names.len() == 2 =>
+            {
+                let receiver = self.expr(&call.receiver, out)?;
+                let temp = self.temp(call.receiver.span());
+                out.push(self.stmt(
+                    call.span(),
+                    StmtKind::Let {
+                        var: temp,
+                        init: Some(receiver),
+                    },
+                ));
+                ["sin", "cos"]
+                    .iter()
+                    .map(|name| {
+                        let math = crate::ir::Math::named(name).expect("sin and cos are math");
+                        Expr::new(
+                            ExprKind::Math {
+                                math,
+                                args: vec![Expr::new(ExprKind::Var(temp), call.span())],
+                                path_style: None,
+                            },
+                            call.span(),
+                        )
+                    })
+                    .collect()
+            }
+            _ => return Err(unsupported()),
+        };
+        for (name, value) in names.into_iter().zip(values) {
+            let Some((name, mutable)) = name else {
+                continue;
+            };
+            let var = self.new_var(Var {
+                name: name.clone(),
+                mutable,
+                origin: Origin::Local,
+                kind: VarKind::Scalar,
+                array: false,
+                annotation: None,
+                span: name.span(),
+            });
+            out.push(self.stmt(
+                name.span(),
+                StmtKind::Let {
+                    var,
+                    init: Some(value),
+                },
+            ));
+            self.bind(&name, var);
+        }
+        Ok(())
+    }
+
+    /// Lowers `expr`, whose value goes to `target` (on every path that does
+    /// not leave early): branches assign their tails, other expressions
+    /// are one assignment.
+    pub(super) fn value_into(
+        &mut self,
+        expr: &SynExpr,
+        target: VarId,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = expr.span();
+        match expr {
+            SynExpr::Paren(paren) => self.value_into(&paren.expr, target, out),
+            SynExpr::Group(group) => self.value_into(&group.expr, target, out),
+            SynExpr::If(_) | SynExpr::Match(_) | SynExpr::Block(_) | SynExpr::Loop(_) => {
+                self.control_flow(expr, Some(target), out)
+            }
+            SynExpr::Return(_) | SynExpr::Break(_) | SynExpr::Continue(_) => {
+                self.expr_stmt(expr, out)
+            }
+            SynExpr::Macro(mac) if is_diverging(&mac.mac) => self.macro_stmt(&mac.mac, out),
+            _ => {
+                let value = self.expr(expr, out)?;
+                out.push(self.stmt(
+                    span,
+                    StmtKind::Assign {
+                        place: Place::Var(target),
+                        op: AssignOp::Set,
+                        value,
+                        first: true,
+                    },
+                ));
+                Ok(())
+            }
+        }
+    }
+
+    /// An expression evaluated as a statement.
+    pub(super) fn expr_stmt(
+        &mut self,
+        expr: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = expr.span();
+        match expr {
+            SynExpr::Paren(paren) => self.expr_stmt(&paren.expr, out),
+            SynExpr::Group(group) => self.expr_stmt(&group.expr, out),
+            SynExpr::Assign(assign) => {
+                self.assign(&assign.left, AssignOp::Set, &assign.right, span, out)
+            }
+            SynExpr::Binary(binary) => match compound_op(&binary.op) {
+                Some(op) => self.assign(&binary.left, op, &binary.right, span, out),
+                None => self.discard(expr, out),
+            },
+            SynExpr::If(_) | SynExpr::Match(_) | SynExpr::Block(_) | SynExpr::Loop(_) => {
+                self.control_flow(expr, None, out)
+            }
+            SynExpr::ForLoop(for_loop) => self.for_loop(for_loop, out),
+            SynExpr::While(while_loop) => self.while_loop(while_loop, out),
+            SynExpr::Break(brk) => {
+                let frame = self.loop_target(brk.label.as_ref(), span)?;
+                let (target, loop_target) = (frame.id, frame.target);
+                if let Some(value) = &brk.expr {
+                    let Some(loop_target) = loop_target else {
+                        return Err(Unsupported::new(
+                            span,
+                            "`break` with a value out of a loop whose value is not used",
+                        ));
+                    };
+                    self.value_into(value, loop_target, out)?;
+                }
+                out.push(self.stmt(span, StmtKind::Break { target }));
+                Ok(())
+            }
+            SynExpr::Continue(cont) => {
+                let target = self.loop_target(cont.label.as_ref(), span)?.id;
+                out.push(self.stmt(span, StmtKind::Continue { target }));
+                Ok(())
+            }
+            SynExpr::Return(ret) => {
+                let Some(value) = &ret.expr else {
+                    return Err(Unsupported::new(
+                        span,
+                        "`return` without a value in a function with a real result",
+                    ));
+                };
+                let result = self.result_var();
+                self.value_into(value, result, out)?;
+                out.push(self.stmt(span, StmtKind::Return));
+                Ok(())
+            }
+            SynExpr::Macro(mac) => self.macro_stmt(&mac.mac, out),
+            _ => self.discard(expr, out),
+        }
+    }
+
+    fn result_var(&self) -> VarId {
+        self.vars
+            .iter()
+            .position(|var| var.origin == Origin::Result)
+            .expect("the result variable exists before the body is lowered")
+    }
+
+    /// An expression whose value is dropped: only the calls it makes
+    /// (hoisted into `out`) remain.
+    fn discard(&mut self, expr: &SynExpr, out: &mut Vec<crate::ir::Stmt>) -> Lowered<()> {
+        self.expr(expr, out).map(drop)
+    }
+
+    fn assign(
+        &mut self,
+        left: &SynExpr,
+        op: AssignOp,
+        right: &SynExpr,
+        span: Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let place = self.place(left, out)?;
+        let var = place.var();
+        if !self.vars[var].mutable && self.vars[var].origin != Origin::Temp {
+            // rustc rejects this in the function itself; nothing to lower.
+            return Err(Unsupported::new(
+                left.span(),
+                "assignment to an immutable variable",
+            ));
+        }
+        if matches!(place, Place::Var(_)) && self.kind(var) == VarKind::Buffer {
+            return Err(Unsupported::new(
+                left.span(),
+                "assigning a whole buffer is not on the compiled path yet: assign its elements",
+            ));
+        }
+        let value = if is_control_flow(right) {
+            let temp = self.temp(right.span());
+            out.push(self.stmt(
+                right.span(),
+                StmtKind::Let {
+                    var: temp,
+                    init: None,
+                },
+            ));
+            self.value_into(right, temp, out)?;
+            Expr::new(ExprKind::Var(temp), right.span())
+        } else {
+            self.expr(right, out)?
+        };
+        out.push(self.stmt(
+            span,
+            StmtKind::Assign {
+                place,
+                op,
+                value,
+                first: false,
+            },
+        ));
+        Ok(())
+    }
+
+    fn place(&mut self, expr: &SynExpr, out: &mut Vec<crate::ir::Stmt>) -> Lowered<Place> {
+        match expr {
+            SynExpr::Paren(paren) => self.place(&paren.expr, out),
+            SynExpr::Path(path) if path.qself.is_none() => match self.resolve_path(&path.path) {
+                Some(var) => Ok(Place::Var(var)),
+                None => Err(Unsupported::new(
+                    expr.span(),
+                    "assignment to something that is not a local variable",
+                )),
+            },
+            SynExpr::Index(index) => {
+                let base = match strip(&index.expr) {
+                    SynExpr::Path(path) if path.qself.is_none() => self.resolve_path(&path.path),
+                    _ => None,
+                };
+                match base {
+                    Some(var) if self.kind(var) == VarKind::Buffer => {
+                        if crate::syntax::is_range(&index.index) {
+                            return Err(Unsupported::new(
+                                index.index.span(),
+                                "assigning a range of a buffer is not on the compiled path yet",
+                            ));
+                        }
+                        let at = self.expr(&index.index, out)?;
+                        Ok(Place::Elem(var, Box::new(at)))
+                    }
+                    _ => Err(Unsupported::new(
+                        expr.span(),
+                        "assignment into this container is not on the compiled path yet (only elements of slices, `Vec`s and arrays of reals)",
+                    )),
+                }
+            }
+            _ => Err(Unsupported::new(
+                expr.span(),
+                "assignment to this place is not on the compiled path yet",
+            )),
+        }
+    }
+
+    /// `if`, `match`, blocks and `loop`, as statements; with `target`, the
+    /// value of every branch is assigned to it.
+    pub(super) fn control_flow(
+        &mut self,
+        expr: &SynExpr,
+        target: Option<VarId>,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = expr.span();
+        match expr {
+            SynExpr::If(if_expr) => {
+                if let SynExpr::Let(_) = &*if_expr.cond {
+                    return Err(Unsupported::new(
+                        if_expr.cond.span(),
+                        "`if let` is not on the compiled path yet",
+                    ));
+                }
+                let cond = self.condition(&if_expr.cond, out)?;
+                let then = self.block_into(&if_expr.then_branch, target)?;
+                let els = match &if_expr.else_branch {
+                    Some((_, els)) => {
+                        let mut block = self.new_block();
+                        self.with_scope(|this| match &**els {
+                            SynExpr::Block(b) if b.label.is_none() => {
+                                block = this.block_into(&b.block, target)?;
+                                Ok(())
+                            }
+                            other => match target {
+                                Some(target) => this.value_into(other, target, &mut block.stmts),
+                                None => this.expr_stmt(other, &mut block.stmts),
+                            },
+                        })?;
+                        Some(block)
+                    }
+                    None if target.is_some() => {
+                        return Err(Unsupported::new(
+                            span,
+                            "an `if` without `else` has no value",
+                        ))
+                    }
+                    None => None,
+                };
+                out.push(self.stmt(span, StmtKind::If { cond, then, els }));
+                Ok(())
+            }
+            SynExpr::Match(match_expr) => self.match_stmt(match_expr, target, out),
+            SynExpr::Block(block) => {
+                if block.label.is_some() {
+                    return Err(Unsupported::new(
+                        span,
+                        "labeled blocks are not on the compiled path yet",
+                    ));
+                }
+                let block = self.block_into(&block.block, target)?;
+                out.push(self.stmt(span, StmtKind::Block(block)));
+                Ok(())
+            }
+            SynExpr::Loop(loop_expr) => self.loop_stmt(loop_expr, target, out),
+            _ => unreachable!("control_flow is called on control flow"),
+        }
+    }
+
+    /// A condition (of `if`, `while`, a guard): a plain expression, with
+    /// nothing hoisted out of it unless `out` may receive statements.
+    pub(super) fn condition(
+        &mut self,
+        cond: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Expr> {
+        self.expr(cond, out)
+    }
+
+    fn match_stmt(
+        &mut self,
+        match_expr: &syn::ExprMatch,
+        target: Option<VarId>,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = match_expr.span();
+        let scrutinee = self.expr(&match_expr.expr, out)?;
+        let mut arms = Vec::new();
+        for arm in &match_expr.arms {
+            let lowered = self.with_scope(|this| {
+                let vars = this.bind_pattern(&arm.pat)?;
+                let guard = match &arm.guard {
+                    Some((_, guard)) => {
+                        let mut hoisted = Vec::new();
+                        let guard = this.condition(guard, &mut hoisted)?;
+                        if !hoisted.is_empty() {
+                            return Err(Unsupported::new(
+                                arm.guard.as_ref().map_or(span, |(_, g)| g.span()),
+                                "calls and control flow in a `match` guard are not on the compiled path yet",
+                            ));
+                        }
+                        Some(guard)
+                    }
+                    None => None,
+                };
+                let mut body = this.new_block();
+                match &*arm.body {
+                    SynExpr::Block(block) if block.label.is_none() => {
+                        body = this.block_into(&block.block, target)?;
+                    }
+                    other => match target {
+                        Some(target) => this.value_into(other, target, &mut body.stmts)?,
+                        None => this.expr_stmt(other, &mut body.stmts)?,
+                    },
+                }
+                Ok(crate::ir::Arm {
+                    pat: arm.pat.clone(),
+                    vars,
+                    guard,
+                    body,
+                })
+            })?;
+            arms.push(lowered);
+        }
+        out.push(self.stmt(span, StmtKind::Match { scrutinee, arms }));
+        Ok(())
+    }
+
+    /// Binds the names a `match` pattern introduces (plain values).
+    fn bind_pattern(&mut self, pat: &syn::Pat) -> Lowered<Vec<VarId>> {
+        struct Names(Vec<(syn::Ident, bool)>, Option<Span>);
+        impl<'ast> syn::visit::Visit<'ast> for Names {
+            fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+                if pat.by_ref.is_some() {
+                    self.1 = Some(pat.span());
+                }
+                self.0.push((pat.ident.clone(), pat.mutability.is_some()));
+                syn::visit::visit_pat_ident(self, pat);
+            }
+        }
+        let mut names = Names(Vec::new(), None);
+        syn::visit::Visit::visit_pat(&mut names, pat);
+        if let Some(span) = names.1 {
+            return Err(Unsupported::new(
+                span,
+                "`ref` bindings are not on the compiled path yet",
+            ));
+        }
+        let mut vars = Vec::new();
+        for (name, mutable) in names.0 {
+            // A single uppercase-initial identifier is a unit variant or a
+            // constant, not a binding: leave it to rustc.
+            if name
+                .to_string()
+                .starts_with(|c: char| c.is_ascii_uppercase())
+            {
+                continue;
+            }
+            let var = self.new_var(Var {
+                name: name.clone(),
+                mutable,
+                origin: Origin::Pattern,
+                kind: VarKind::Scalar,
+                array: false,
+                annotation: None,
+                span: name.span(),
+            });
+            self.bind(&name, var);
+            vars.push(var);
+        }
+        Ok(vars)
+    }
+
+    /// A macro in statement position: `vec!` makes no sense here; the
+    /// formatting and assertion macros are effects of the forward pass.
+    pub(super) fn macro_stmt(
+        &mut self,
+        mac: &syn::Macro,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        use crate::methods::MacroKind;
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let kind = crate::methods::macro_kind(&name);
+        let args = match kind {
+            Some(MacroKind::Exprs | MacroKind::Diverging) => {
+                let parsed = mac
+                    .parse_body_with(
+                        syn::punctuated::Punctuated::<SynExpr, syn::Token![,]>::parse_terminated,
+                    )
+                    .map_err(|e| Unsupported::new(e.span(), e.to_string()))?;
+                let mut args = Vec::new();
+                for arg in parsed {
+                    if let SynExpr::Lit(lit) = &arg {
+                        args.push(EffectArg::Tokens(quote::quote!(#lit)));
+                        continue;
+                    }
+                    // Nothing is hoisted out of a macro: its arguments are
+                    // evaluated only when it runs.
+                    let mut hoisted = Vec::new();
+                    let value = self.expr(&arg, &mut hoisted)?;
+                    if !hoisted.is_empty() || value.has_call() {
+                        return Err(Unsupported::new(
+                            arg.span(),
+                            "calls and control flow in macro arguments are not on the compiled path yet: compute the value in a `let` first",
+                        ));
+                    }
+                    args.push(EffectArg::Expr(value));
+                }
+                args
+            }
+            Some(MacroKind::Opaque) => Vec::new(),
+            _ => {
+                return Err(Unsupported::new(
+                    mac.span(),
+                    format!("`{name}!` as a statement is not on the compiled path"),
+                ))
+            }
+        };
+        out.push(self.stmt(
+            mac.span(),
+            StmtKind::Effect(Effect {
+                mac: mac.clone(),
+                args,
+            }),
+        ));
+        Ok(())
+    }
+}
+
+/// The compound assignment operator of `op`, if it is one.
+fn compound_op(op: &syn::BinOp) -> Option<AssignOp> {
+    Some(match op {
+        syn::BinOp::AddAssign(_) => AssignOp::Add,
+        syn::BinOp::SubAssign(_) => AssignOp::Sub,
+        syn::BinOp::MulAssign(_) => AssignOp::Mul,
+        syn::BinOp::DivAssign(_) => AssignOp::Div,
+        syn::BinOp::RemAssign(_) => AssignOp::Rem,
+        _ => return None,
+    })
+}
+
+/// True for expressions that become statements when their value is used.
+pub(super) fn is_control_flow(expr: &SynExpr) -> bool {
+    match expr {
+        SynExpr::If(_) | SynExpr::Match(_) | SynExpr::Loop(_) => true,
+        SynExpr::Block(block) => block.label.is_none(),
+        SynExpr::Paren(paren) => is_control_flow(&paren.expr),
+        SynExpr::Group(group) => is_control_flow(&group.expr),
+        _ => false,
+    }
+}
+
+fn is_diverging(mac: &syn::Macro) -> bool {
+    mac.path.segments.last().is_some_and(|s| {
+        matches!(
+            s.ident.to_string().as_str(),
+            "panic" | "unreachable" | "todo" | "unimplemented"
+        )
+    })
+}
+
+/// `expr` without parentheses and invisible groups.
+pub(super) fn strip(expr: &SynExpr) -> &SynExpr {
+    match expr {
+        SynExpr::Paren(paren) => strip(&paren.expr),
+        SynExpr::Group(group) => strip(&group.expr),
+        other => other,
+    }
+}

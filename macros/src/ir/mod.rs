@@ -1,0 +1,457 @@
+//! The IR of the compiled path: a small structured form of the
+//! differentiable subset of a function body, which the analyses read and
+//! from which the forward pass and the adjoint are emitted.
+//!
+//! * Variables are resolved: every binding of the body is one [`Var`]
+//!   (shadowing gives a new one), referred to by [`VarId`]. Reals are
+//!   scalars or elements of buffers (slice and `Vec` parameters, local
+//!   `vec![..]` and arrays); everything else (integers, bools, constant
+//!   data of any type) is carried along as plain Rust.
+//! * Statements are structured: `let`, assignment and compound assignment
+//!   to a variable or an element, `if`, `match`, `for` over a range, `while`,
+//!   `loop`, `break`/`continue` (to a resolved loop), `return`, nested
+//!   blocks, and effects the adjoint ignores (printing, assertions).
+//! * Expressions are trees without control flow: arithmetic, comparisons,
+//!   math methods, element reads, casts, calls of differentiated functions
+//!   and vector primitives, and opaque plain expressions. Control flow that
+//!   yields a value (`let y = if c { a } else { b };`, a block's tail, `return
+//!   e`) is lowered into statements assigning a variable, so every value an
+//!   adjoint needs lives in a variable.
+//!
+//! Every node keeps its span, so an analysis can point at the construct
+//! that keeps a function off the compiled path.
+
+use proc_macro2::Span;
+use syn::{Ident, Lifetime};
+
+mod lower;
+pub(crate) mod math;
+
+pub(crate) use lower::{lower, Unsupported};
+pub(crate) use math::Math;
+
+pub(crate) type VarId = usize;
+pub(crate) type LoopId = usize;
+pub(crate) type StmtId = usize;
+pub(crate) type BlockId = usize;
+
+/// A lowered function body.
+pub(crate) struct Function {
+    pub vars: Vec<Var>,
+    /// The variable of each parameter of the signature, in order.
+    pub params: Vec<VarId>,
+    pub body: Block,
+    /// The variable the function's result is assigned to (by the body's
+    /// tail and by every `return`).
+    pub result: VarId,
+    pub loops: Vec<LoopInfo>,
+    /// Statement ids are `0..stmt_count`.
+    pub stmt_count: usize,
+    /// Block ids are `0..block_count`.
+    pub block_count: usize,
+}
+
+/// One binding.
+pub(crate) struct Var {
+    /// The user's identifier (with its span, so plain code naming it
+    /// resolves), or a generated one for temporaries.
+    pub name: Ident,
+    /// Declared `mut` (temporaries assigned on several paths count too).
+    pub mutable: bool,
+    pub origin: Origin,
+    pub kind: VarKind,
+    /// A buffer that is an array (`[x; N]`, `[a, b]`, an array parameter).
+    pub array: bool,
+    /// The type written in the `let`, if any.
+    pub annotation: Option<syn::Type>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Parameter number `n` of the signature.
+    Param(usize),
+    /// A `let` of the body.
+    Local,
+    /// The variable of a `for` loop over a range.
+    LoopIndex,
+    /// A value the lowering named: a hoisted call or control-flow value.
+    Temp,
+    /// The function's result.
+    Result,
+    /// A name bound by a `match` arm's pattern.
+    Pattern,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VarKind {
+    /// A single value: a real or anything discrete.
+    Scalar,
+    /// A buffer of reals of fixed length: a slice, `Vec` or array
+    /// parameter, or a local `vec![..]` / array.
+    Buffer,
+}
+
+/// A loop, for `break` and `continue`.
+pub(crate) struct LoopInfo {
+    pub label: Option<Lifetime>,
+}
+
+pub(crate) struct Block {
+    pub id: BlockId,
+    pub stmts: Vec<Stmt>,
+    /// Items declared in the block (`use`, `const`, nested `fn`): both
+    /// passes declare them where the body does.
+    pub items: Vec<syn::Item>,
+}
+
+pub(crate) struct Stmt {
+    pub id: StmtId,
+    pub span: Span,
+    pub kind: StmtKind,
+}
+
+// IR nodes are built once per expansion and walked by reference: their
+// sizes do not matter, and boxing every block would only add noise.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum StmtKind {
+    /// `let var = init;`, or `let var;` for a temporary every path assigns
+    /// before reading (the value of `if`, `match`, a loop).
+    Let {
+        var: VarId,
+        init: Option<Expr>,
+    },
+    /// `place = value`, `place += value`, ... `first`: the first assignment
+    /// of a `let var;` temporary on its path (nothing is overwritten).
+    Assign {
+        place: Place,
+        op: AssignOp,
+        value: Expr,
+        first: bool,
+    },
+    If {
+        cond: Expr,
+        then: Block,
+        els: Option<Block>,
+    },
+    Match {
+        scrutinee: Expr,
+        arms: Vec<Arm>,
+    },
+    For {
+        id: LoopId,
+        /// The loop variable (`None` for `_`).
+        var: Option<VarId>,
+        range: RangeIter,
+        body: Block,
+    },
+    While {
+        id: LoopId,
+        cond: Expr,
+        body: Block,
+    },
+    Loop {
+        id: LoopId,
+        body: Block,
+    },
+    Break {
+        target: LoopId,
+    },
+    Continue {
+        target: LoopId,
+    },
+    /// Leaves the function; the result variable was assigned just before.
+    Return,
+    /// A nested block `{ .. }`.
+    Block(Block),
+    /// A macro the forward pass runs and the adjoint ignores (printing,
+    /// assertions, `panic!`).
+    Effect(Effect),
+}
+
+/// A `match` arm. Patterns match plain values; the names they bind are
+/// `vars`.
+pub(crate) struct Arm {
+    pub pat: syn::Pat,
+    pub vars: Vec<VarId>,
+    pub guard: Option<Expr>,
+    pub body: Block,
+}
+
+/// `start..end` or `start..=end`, possibly `.rev()`.
+pub(crate) struct RangeIter {
+    pub start: Expr,
+    pub end: Expr,
+    pub inclusive: bool,
+    pub reversed: bool,
+}
+
+/// A macro statement: `path!(args..)` with its expression arguments
+/// lowered (`None` for non-expression tokens kept as written).
+pub(crate) struct Effect {
+    pub mac: syn::Macro,
+    pub args: Vec<EffectArg>,
+}
+
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum EffectArg {
+    Expr(Expr),
+    /// A format string or other literal tokens.
+    Tokens(proc_macro2::TokenStream),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AssignOp {
+    Set,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+pub(crate) enum Place {
+    Var(VarId),
+    /// `buffer[index]`.
+    Elem(VarId, Box<Expr>),
+}
+
+impl Place {
+    pub(crate) fn var(&self) -> VarId {
+        match self {
+            Place::Var(var) | Place::Elem(var, _) => *var,
+        }
+    }
+}
+
+pub(crate) struct Expr {
+    pub span: Span,
+    pub kind: ExprKind,
+}
+
+pub(crate) enum ExprKind {
+    /// A literal as written (`2.0`, `3`, `true`).
+    Lit(syn::Lit),
+    Var(VarId),
+    Neg(Box<Expr>),
+    Not(Box<Expr>),
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    Compare(syn::BinOp, Box<Expr>, Box<Expr>),
+    /// `&&`, `||`, and bit operators on plain values.
+    Logic(syn::BinOp, Box<Expr>, Box<Expr>),
+    /// A math method: receiver first, then its arguments (`powi`'s is an
+    /// integer). `path_style`: written `f64::sin(x)`.
+    Math {
+        math: Math,
+        args: Vec<Expr>,
+        path_style: Option<syn::Path>,
+    },
+    /// `buffer[index]`.
+    Elem(VarId, Box<Expr>),
+    /// `buffer.len()`.
+    Len(VarId),
+    /// `expr as ty`.
+    Cast(Box<Expr>, syn::Type),
+    /// A call of a function deltad may differentiate.
+    Call(Call),
+    /// `deltad::sum(&v)`, `deltad::dot(&a, &b)`, `deltad::log_sum_exp(&v)`.
+    Primitive(Primitive, Vec<BufferRef>),
+    /// A new local buffer (only as the value of a `let`).
+    NewBuffer(NewBuffer),
+    /// An expression the lowering does not interpret: plain Rust computing
+    /// a value without derivatives. `reads` are the variables it names.
+    Opaque {
+        expr: Box<syn::Expr>,
+        reads: Vec<VarId>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Primitive {
+    Sum,
+    Dot,
+    LogSumExp,
+}
+
+/// The bounds of `buffer[start..end]` (`None` where a `..` form omits one).
+pub(crate) type Bounds = (Option<Box<Expr>>, Option<Box<Expr>>);
+
+/// A buffer, or a range of it, passed by reference.
+pub(crate) struct BufferRef {
+    pub var: VarId,
+    /// `buffer[start..end]`: each bound absent for `..` forms.
+    pub range: Option<Bounds>,
+    pub span: Span,
+}
+
+pub(crate) struct Call {
+    /// The function as written (relocated).
+    pub path: syn::Path,
+    pub args: Vec<CallArg>,
+    /// The call expression as written (relocated), for plain calls.
+    pub written: Box<syn::Expr>,
+}
+
+pub(crate) enum CallArg {
+    /// A scalar value.
+    Value(Expr),
+    /// A reference to plain data (`&data`, `&[1.0, 2.0]`), passed as
+    /// written.
+    Plain(Expr),
+    /// A buffer or part of one, by reference.
+    Buffer(BufferRef),
+}
+
+pub(crate) enum NewBuffer {
+    /// `vec![elem; len]` or `[elem; len]`.
+    Repeat { elem: Box<Expr>, len: Box<Expr> },
+    /// `vec![a, b, ..]` or `[a, b, ..]`.
+    List(Vec<Expr>),
+}
+
+impl NewBuffer {
+    pub(crate) fn elems(&self) -> Vec<&Expr> {
+        match self {
+            NewBuffer::Repeat { elem, .. } => vec![elem],
+            NewBuffer::List(elems) => elems.iter().collect(),
+        }
+    }
+}
+
+impl Expr {
+    pub(crate) fn new(kind: ExprKind, span: Span) -> Expr {
+        Expr { span, kind }
+    }
+
+    /// True if the expression calls a function (whose forward pass may
+    /// keep values, so it cannot be evaluated again freely).
+    pub(crate) fn has_call(&self) -> bool {
+        let mut found = false;
+        self.each_subexpr(&mut |e| found |= matches!(e.kind, ExprKind::Call(_)));
+        found
+    }
+
+    /// Calls `f` on this expression and every subexpression.
+    pub(crate) fn each_subexpr(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Len(_) | ExprKind::Opaque { .. } => {}
+            ExprKind::Neg(a) | ExprKind::Not(a) | ExprKind::Cast(a, _) => a.each_subexpr(f),
+            ExprKind::Arith(_, a, b) | ExprKind::Compare(_, a, b) | ExprKind::Logic(_, a, b) => {
+                a.each_subexpr(f);
+                b.each_subexpr(f);
+            }
+            ExprKind::Math { args, .. } => args.iter().for_each(|a| a.each_subexpr(f)),
+            ExprKind::Elem(_, index) => index.each_subexpr(f),
+            ExprKind::Call(call) => {
+                for arg in &call.args {
+                    match arg {
+                        CallArg::Value(e) | CallArg::Plain(e) => e.each_subexpr(f),
+                        CallArg::Buffer(b) => b.each_subexpr(f),
+                    }
+                }
+            }
+            ExprKind::Primitive(_, buffers) => buffers.iter().for_each(|b| b.each_subexpr(f)),
+            ExprKind::NewBuffer(new) => match new {
+                NewBuffer::Repeat { elem, len } => {
+                    elem.each_subexpr(f);
+                    len.each_subexpr(f);
+                }
+                NewBuffer::List(elems) => elems.iter().for_each(|e| e.each_subexpr(f)),
+            },
+        }
+    }
+}
+
+impl BufferRef {
+    fn each_subexpr(&self, f: &mut dyn FnMut(&Expr)) {
+        self.each_bound(&mut |e| e.each_subexpr(f));
+    }
+
+    fn each_bound(&self, f: &mut dyn FnMut(&Expr)) {
+        if let Some((start, end)) = &self.range {
+            for bound in [start, end].into_iter().flatten() {
+                f(bound);
+            }
+        }
+    }
+}
+
+impl Block {
+    /// Calls `f` on every statement of the block, nested ones included, in
+    /// order (a statement before the statements inside it).
+    pub(crate) fn each_stmt<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        for stmt in &self.stmts {
+            stmt.each_stmt(f);
+        }
+    }
+}
+
+impl Stmt {
+    /// This statement and every statement nested in it.
+    pub(crate) fn each_stmt<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        f(self);
+        for block in self.blocks() {
+            block.each_stmt(f);
+        }
+    }
+
+    /// The blocks directly inside this statement.
+    pub(crate) fn blocks(&self) -> Vec<&Block> {
+        match &self.kind {
+            StmtKind::If { then, els, .. } => std::iter::once(then).chain(els).collect(),
+            StmtKind::Match { arms, .. } => arms.iter().map(|arm| &arm.body).collect(),
+            StmtKind::For { body, .. }
+            | StmtKind::While { body, .. }
+            | StmtKind::Loop { body, .. } => {
+                vec![body]
+            }
+            StmtKind::Block(block) => vec![block],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Calls `f` on every expression directly in this statement (not in
+    /// nested blocks).
+    pub(crate) fn each_expr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        match &self.kind {
+            StmtKind::Let { init, .. } => init.iter().for_each(f),
+            StmtKind::Assign { place, value, .. } => {
+                if let Place::Elem(_, index) = place {
+                    f(index);
+                }
+                f(value);
+            }
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
+            StmtKind::Match { scrutinee, arms } => {
+                f(scrutinee);
+                arms.iter().filter_map(|arm| arm.guard.as_ref()).for_each(f);
+            }
+            StmtKind::For { range, .. } => {
+                f(&range.start);
+                f(&range.end);
+            }
+            StmtKind::Effect(effect) => {
+                for arg in &effect.args {
+                    if let EffectArg::Expr(e) = arg {
+                        f(e);
+                    }
+                }
+            }
+            StmtKind::Loop { .. }
+            | StmtKind::Break { .. }
+            | StmtKind::Continue { .. }
+            | StmtKind::Return
+            | StmtKind::Block(_) => {}
+        }
+    }
+}

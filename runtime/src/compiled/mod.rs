@@ -1,0 +1,35 @@
+//! The runtime of compiled adjoints.
+//!
+//! For a function in the compiled subset, `#[differentiate]` generates two
+//! functions generic over the [`Scalar`](crate::Scalar) `S`:
+//!
+//! * a *forward pass* `__fwd`, the function's own computation on `S`, which
+//!   pushes onto a [`Stack`] only what the adjoint needs and cannot
+//!   recompute: values of variables and elements before they are
+//!   overwritten, values a block's variables have when it ends, branch
+//!   decisions, loop trip counts and exit points;
+//! * an *adjoint* `__adj`, the statements in reverse, with scalar adjoints
+//!   as local variables and the adjoints of slice parameters written straight
+//!   into the caller's buffers ([`SliceSink`]), popping what the forward
+//!   pass pushed.
+//!
+//! This is the paper's `eval` of Delta bindings (Krawiec et al., POPL 2022,
+//! §5.3.3) specialised at compile time: the structure of every binding is the
+//! generated code, and only values are kept at run time.
+//!
+//! Calls between differentiated functions go through [`PassActive`] and
+//! [`PassConstant`] (arguments converted by the callee's parameter kind,
+//! which the caller does not know) and through sinks, one per parameter.
+
+mod params;
+mod stack;
+
+pub use params::{
+    lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PlainParam, RealParam,
+    ScalarSink, SliceParam, SliceSink,
+};
+pub(crate) use stack::{
+    release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,
+    F64_STACKS,
+};
+pub use stack::{with_stack, Bits, NoRecord, Record, Stack, StackStats};

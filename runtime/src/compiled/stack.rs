@@ -1,0 +1,319 @@
+//! The stack a compiled forward pass pushes onto and its adjoint pops from.
+//!
+//! Two typed lanes: reals of the scalar type `S`, and 64-bit words for
+//! everything discrete (branch decisions, loop trip counts, exit points,
+//! indices, integer variables), each value going in as the [`Bits`] of its
+//! own type and coming out as that type again. The stack is LIFO across
+//! calls: a callee's forward pass pushes on top of its caller's, and its
+//! adjoint, called at the mirrored point of the caller's adjoint, pops
+//! exactly what it pushed.
+
+use core::cell::RefCell;
+use std::thread::LocalKey;
+
+use crate::dual::Dual;
+use crate::scalar::Scalar;
+
+/// What a forward pass keeps for its adjoint: a [`Stack`], or [`NoRecord`]
+/// when no adjoint will run (forward mode, values needed only for a
+/// decision), in which case the pushes compile to nothing.
+pub trait Record<S> {
+    /// Keeps one real.
+    fn real(&mut self, value: S);
+    /// Keeps the reals of a buffer, in order.
+    fn reals(&mut self, values: &[S]);
+    /// Keeps a discrete value (see [`Bits`]).
+    fn bits(&mut self, bits: u64);
+}
+
+/// The record of a forward pass whose adjoint will not run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoRecord;
+
+impl<S> Record<S> for NoRecord {
+    #[inline(always)]
+    fn real(&mut self, _: S) {}
+    #[inline(always)]
+    fn reals(&mut self, _: &[S]) {}
+    #[inline(always)]
+    fn bits(&mut self, _: u64) {}
+}
+
+/// The values a compiled forward pass keeps for its adjoint.
+#[derive(Debug)]
+pub struct Stack<S> {
+    reals: Vec<S>,
+    bits: Vec<u64>,
+}
+
+impl<S> Default for Stack<S> {
+    fn default() -> Self {
+        Stack {
+            reals: Vec::new(),
+            bits: Vec::new(),
+        }
+    }
+}
+
+/// What a stack holds: the memory one forward pass keeps for its adjoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackStats {
+    /// Reals kept.
+    pub reals: usize,
+    /// Discrete words kept (decisions, trip counts, exit points, indices).
+    pub words: usize,
+    /// Bytes the kept values occupy.
+    pub bytes_used: usize,
+    /// Bytes the stack's buffers have reserved.
+    pub bytes_reserved: usize,
+}
+
+impl<S: Scalar> Record<S> for Stack<S> {
+    #[inline(always)]
+    fn real(&mut self, value: S) {
+        self.reals.push(value);
+    }
+    #[inline(always)]
+    fn reals(&mut self, values: &[S]) {
+        self.reals.extend_from_slice(values);
+    }
+    #[inline(always)]
+    fn bits(&mut self, bits: u64) {
+        self.bits.push(bits);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn underflow() -> ! {
+    panic!(
+        "deltad: the adjoint read more values than its forward pass kept (this is a bug in deltad)"
+    )
+}
+
+impl<S: Scalar> Stack<S> {
+    /// An empty stack.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The real pushed last.
+    #[inline(always)]
+    pub fn pop_real(&mut self) -> S {
+        match self.reals.pop() {
+            Some(value) => value,
+            None => underflow(),
+        }
+    }
+
+    /// The last `len` reals pushed, in the order they were pushed (a buffer
+    /// kept by [`Record::reals`]).
+    #[inline]
+    pub fn pop_reals(&mut self, len: usize) -> Vec<S> {
+        let Some(start) = self.reals.len().checked_sub(len) else {
+            underflow()
+        };
+        self.reals.split_off(start)
+    }
+
+    /// The last `len` reals pushed, written into `into` (which has `len`
+    /// elements) in the order they were pushed.
+    #[inline]
+    pub fn pop_reals_into(&mut self, into: &mut [S]) {
+        let Some(start) = self.reals.len().checked_sub(into.len()) else {
+            underflow()
+        };
+        into.copy_from_slice(&self.reals[start..]);
+        self.reals.truncate(start);
+    }
+
+    /// The discrete value pushed last, as the type it was pushed as.
+    #[inline(always)]
+    pub fn pop_bits<T: Bits>(&mut self) -> T {
+        match self.bits.pop() {
+            Some(bits) => T::from_bits(bits),
+            None => underflow(),
+        }
+    }
+
+    /// True if nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.reals.is_empty() && self.bits.is_empty()
+    }
+
+    /// What the stack holds now.
+    pub fn stats(&self) -> StackStats {
+        let real = core::mem::size_of::<S>();
+        StackStats {
+            reals: self.reals.len(),
+            words: self.bits.len(),
+            bytes_used: self.reals.len() * real + self.bits.len() * 8,
+            bytes_reserved: self.reals.capacity() * real + self.bits.capacity() * 8,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.reals.clear();
+        self.bits.clear();
+    }
+}
+
+/// A discrete value as a 64-bit word and back: integers up to 64 bits,
+/// `bool`, `char` and the machine floats (constant reals a forward pass keeps).
+pub trait Bits: Copy {
+    /// The value as a word.
+    fn to_bits(self) -> u64;
+    /// The value the word was made from.
+    fn from_bits(bits: u64) -> Self;
+}
+
+macro_rules! integer_bits {
+    ($($t:ty)*) => {$(
+        impl Bits for $t {
+            #[inline(always)]
+            fn to_bits(self) -> u64 {
+                self as u64
+            }
+            #[inline(always)]
+            fn from_bits(bits: u64) -> Self {
+                bits as $t
+            }
+        }
+    )*};
+}
+integer_bits!(u8 u16 u32 u64 usize i8 i16 i32 i64 isize);
+
+impl Bits for bool {
+    #[inline(always)]
+    fn to_bits(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline(always)]
+    fn from_bits(bits: u64) -> Self {
+        bits != 0
+    }
+}
+
+impl Bits for char {
+    #[inline(always)]
+    fn to_bits(self) -> u64 {
+        u64::from(u32::from(self))
+    }
+    #[inline(always)]
+    fn from_bits(bits: u64) -> Self {
+        char::from_u32(bits as u32).unwrap_or(char::REPLACEMENT_CHARACTER)
+    }
+}
+
+impl Bits for f64 {
+    #[inline(always)]
+    fn to_bits(self) -> u64 {
+        f64::to_bits(self)
+    }
+    #[inline(always)]
+    fn from_bits(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
+}
+
+impl Bits for f32 {
+    #[inline(always)]
+    fn to_bits(self) -> u64 {
+        u64::from(f32::to_bits(self))
+    }
+    #[inline(always)]
+    fn from_bits(bits: u64) -> Self {
+        f32::from_bits(bits as u32)
+    }
+}
+
+/// Stacks above this size are freed rather than kept for the next call.
+const KEEP_AT_MOST_BYTES: usize = 1 << 30;
+/// At most this many stacks are kept per thread and scalar type.
+const KEEP_AT_MOST_STACKS: usize = 8;
+
+pub(crate) type StackPool<S> = RefCell<Vec<Stack<S>>>;
+
+thread_local! {
+    pub(crate) static F64_STACKS: StackPool<f64> = const { RefCell::new(Vec::new()) };
+    pub(crate) static F32_STACKS: StackPool<f32> = const { RefCell::new(Vec::new()) };
+    pub(crate) static DUAL_F64_STACKS: StackPool<Dual<f64>> = const { RefCell::new(Vec::new()) };
+    pub(crate) static DUAL_F32_STACKS: StackPool<Dual<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with an empty stack from `pool`, then gives the stack back.
+#[inline]
+pub(crate) fn with_pooled_stack<S: Scalar, R>(
+    pool: &'static LocalKey<StackPool<S>>,
+    f: impl FnOnce(&mut Stack<S>) -> R,
+) -> R {
+    // `try_with`: during thread teardown the pool may be gone; then allocate.
+    let mut stack = pool
+        .try_with(|stacks| stacks.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let result = f(&mut stack);
+    if stack.stats().bytes_reserved <= KEEP_AT_MOST_BYTES {
+        stack.clear();
+        let _ = pool.try_with(|stacks| {
+            let mut stacks = stacks.borrow_mut();
+            if stacks.len() < KEEP_AT_MOST_STACKS {
+                stacks.push(stack);
+            }
+        });
+    }
+    result
+}
+
+/// Frees the stacks the calling thread keeps for reuse.
+pub(crate) fn release_pooled_stacks() {
+    fn release<S>(pool: &'static LocalKey<StackPool<S>>) {
+        let _ = pool.try_with(|stacks| stacks.borrow_mut().clear());
+    }
+    release(&F64_STACKS);
+    release(&F32_STACKS);
+    release(&DUAL_F64_STACKS);
+    release(&DUAL_F32_STACKS);
+}
+
+/// Runs `f` with an empty stack of `S` (reused per thread for the machine
+/// floats and their dual numbers).
+#[inline]
+pub fn with_stack<S: Scalar, R>(f: impl FnOnce(&mut Stack<S>) -> R) -> R {
+    S::with_stack(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_come_back_in_reverse_order_with_their_types() {
+        let mut stack = Stack::<f64>::new();
+        stack.real(1.5);
+        stack.reals(&[2.0, 3.0]);
+        stack.bits(Bits::to_bits(-7i32));
+        stack.bits(Bits::to_bits(true));
+        stack.bits(Bits::to_bits(usize::MAX));
+        assert_eq!(stack.pop_bits::<usize>(), usize::MAX);
+        assert!(stack.pop_bits::<bool>());
+        assert_eq!(stack.pop_bits::<i32>(), -7);
+        assert_eq!(stack.pop_reals(2), vec![2.0, 3.0]);
+        assert_eq!(stack.pop_real(), 1.5);
+        assert!(stack.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "more values than its forward pass kept")]
+    fn reading_past_the_bottom_panics() {
+        Stack::<f64>::new().pop_real();
+    }
+
+    #[test]
+    fn pooled_stacks_come_back_empty() {
+        with_stack::<f64, _>(|stack| stack.real(1.0));
+        with_stack::<f64, _>(|stack| assert!(stack.is_empty()));
+        release_pooled_stacks();
+    }
+}

@@ -1,0 +1,568 @@
+//! The compiled path against the tape: each function is written twice, the
+//! first compiled (`#[differentiate(compiled)]`: a compile error if it
+//! fell back to the tape), the second forced onto the tape. Values must be
+//! equal bit for bit (both run the user's arithmetic in the same order);
+//! gradients, `jvp`s and Hessians must agree to rounding (relative 1e-12:
+//! the two engines add the same partial products in different orders, each
+//! sum rounded once per term), and the gradients also match central finite
+//! differences (tolerance in `common`).
+//!
+//! The functions cover what the compiled path's analyses decide: values the
+//! adjoint evaluates again or keeps, variables restored before they are
+//! overwritten, decisions kept or evaluated again, loops counted or run
+//! backwards, blocks left early (`break`, `continue`, `return`, labels),
+//! shadowing, buffers and their elements, calls between compiled functions
+//! and into functions on the tape.
+#![allow(clippy::all)]
+
+mod common;
+use common::*;
+use deltad::differentiate;
+
+/// Checks values, gradients (against the tape and finite differences) of
+/// `$compiled` and `$tape` at the given arguments; `$flat`/`$grad_flat`
+/// flatten the differentiated arguments and the `Grad`.
+macro_rules! agree {
+    ($compiled:ident, $tape:ident, ($($arg:expr),*), $what:expr) => {{
+        let (value, g) = $compiled::value_and_grad($($arg),*);
+        let (tape_value, tape_g) = $tape::value_and_grad($($arg),*);
+        assert_eq!(value.to_bits(), $compiled($($arg),*).to_bits(), "{}: value", $what);
+        assert_eq!(value.to_bits(), tape_value.to_bits(), "{}: value on the tape", $what);
+        (g, tape_g)
+    }};
+}
+
+fn same(a: &[f64], b: &[f64], what: &str) {
+    assert_close_tol(a, b, 1e-12, what);
+}
+
+#[differentiate(compiled)]
+fn loss(w: &[f64], b: f64, #[no_grad] x: &[f64], n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        let z = w[i] * x[i] + b;
+        s += if z > 0.0 { z * z } else { z.exp() - 1.0 };
+    }
+    s / n as f64
+}
+
+#[differentiate(tape)]
+fn loss_tape(w: &[f64], b: f64, #[no_grad] x: &[f64], n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        let z = w[i] * x[i] + b;
+        s += if z > 0.0 { z * z } else { z.exp() - 1.0 };
+    }
+    s / n as f64
+}
+
+#[test]
+fn branches_in_a_loop() {
+    let (w, x) = ([0.5, -1.0, 2.0, 0.1], [1.0, 2.0, -0.5, 3.0]);
+    for b in [-2.0, 0.3, 1.5] {
+        let (g, t) = agree!(loss, loss_tape, (&w, b, &x, 4), "loss");
+        same(&g.w, &t.w, "w");
+        same(&[g.b], &[t.b], "b");
+        let mut point = w.to_vec();
+        point.push(b);
+        let mut got = g.w.clone();
+        got.push(g.b);
+        check_gradient(|p| loss(&p[..4], p[4], &x, 4), &point, &got, "loss");
+    }
+}
+
+/// Loop-carried state whose old value the adjoint needs (`prev`).
+#[differentiate(compiled)]
+fn taylor(x: f64, iters: usize) -> f64 {
+    let mut prev = 1.0;
+    let mut acc = 1.0;
+    for _ in 0..iters {
+        prev = prev * -(x - 1.0);
+        acc = prev + acc;
+    }
+    acc
+}
+
+#[differentiate(tape)]
+fn taylor_tape(x: f64, iters: usize) -> f64 {
+    let mut prev = 1.0;
+    let mut acc = 1.0;
+    for _ in 0..iters {
+        prev = prev * -(x - 1.0);
+        acc = prev + acc;
+    }
+    acc
+}
+
+#[test]
+fn overwritten_state_is_restored() {
+    for n in [0, 1, 2, 10, 300] {
+        let (g, t) = agree!(taylor, taylor_tape, (0.7, n), "taylor");
+        same(&[g.x], &[t.x], "x");
+        let by_hand: f64 = (1..=n)
+            .map(|i| -(i as f64) * 0.3f64.powi(i as i32 - 1))
+            .sum();
+        assert_close(&[g.x], &[by_hand], "by hand");
+    }
+    // One real per iteration: the old `prev`.
+    let kept = |n| taylor::tape_stats(0.7, n);
+    assert!(kept(10).compiled);
+    assert_eq!(kept(2000).reals - kept(1000).reals, 1000);
+}
+
+/// Every kind of exit, counted loops, a `while` and a `loop`.
+#[differentiate(compiled)]
+fn exits(x: &[f64], k: f64) -> f64 {
+    let mut s = 0.0;
+    let mut t = k;
+    for i in 0..x.len() {
+        if x[i] > 2.0 {
+            break;
+        }
+        t = t * x[i] + 1.0;
+        if t > 100.0 {
+            return t.ln();
+        }
+        let u = t.sin();
+        s += u * x[i];
+        if s < -3.0 {
+            continue;
+        }
+        s *= 1.01;
+    }
+    let mut c = 0;
+    while c < 3 {
+        c += 1;
+        s = s * k + x[c % x.len()];
+    }
+    loop {
+        s = s / 2.0;
+        if s.abs() < 1.0 {
+            break;
+        }
+    }
+    s + t
+}
+
+#[differentiate(tape)]
+fn exits_tape(x: &[f64], k: f64) -> f64 {
+    let mut s = 0.0;
+    let mut t = k;
+    for i in 0..x.len() {
+        if x[i] > 2.0 {
+            break;
+        }
+        t = t * x[i] + 1.0;
+        if t > 100.0 {
+            return t.ln();
+        }
+        let u = t.sin();
+        s += u * x[i];
+        if s < -3.0 {
+            continue;
+        }
+        s *= 1.01;
+    }
+    let mut c = 0;
+    while c < 3 {
+        c += 1;
+        s = s * k + x[c % x.len()];
+    }
+    loop {
+        s = s / 2.0;
+        if s.abs() < 1.0 {
+            break;
+        }
+    }
+    s + t
+}
+
+#[test]
+fn early_exits_replay_in_reverse() {
+    let points = [
+        [0.3, 1.2, 0.7, 1.9, 0.1],
+        [0.3, 1.2, 2.7, 1.9, 0.1],
+        [1.5, 1.9, 1.99, 1.9, 1.8],
+        [-1.5, -1.9, -1.99, -1.9, -1.8],
+    ];
+    for x in points {
+        for k in [0.5, 3.0, 9.0, -4.0] {
+            let (g, t) = agree!(exits, exits_tape, (&x, k), "exits");
+            same(&g.x, &t.x, "x");
+            same(&[g.k], &[t.k], "k");
+            let mut point = x.to_vec();
+            point.push(k);
+            let mut got = g.x.clone();
+            got.push(g.k);
+            check_gradient(|p| exits(&p[..5], p[4 + 1]), &point, &got, "exits");
+            let h = exits::hessian(&x, k);
+            let ht = exits_tape::hessian(&x, k);
+            for (row, row_t) in h.iter().zip(&ht) {
+                same(&row.x, &row_t.x, "hessian x");
+                same(&[row.k], &[row_t.k], "hessian k");
+            }
+        }
+    }
+}
+
+/// Labeled loops, a `break` out of two loops and a loop whose value is
+/// used.
+#[differentiate(compiled)]
+fn labels(x: &[f64], y: f64) -> f64 {
+    let mut s = y;
+    'outer: for i in 0..x.len() {
+        for j in 0..x.len() {
+            if x[i] * x[j] > 3.0 {
+                break 'outer;
+            }
+            if j > i {
+                continue 'outer;
+            }
+            s = s * 0.9 + x[i] * x[j] * y;
+        }
+    }
+    let mut n = 0;
+    let r = loop {
+        n += 1;
+        s = s.sin() + y;
+        if n == 3 {
+            break s * 2.0;
+        }
+    };
+    r + s
+}
+
+#[differentiate(tape)]
+fn labels_tape(x: &[f64], y: f64) -> f64 {
+    let mut s = y;
+    'outer: for i in 0..x.len() {
+        for j in 0..x.len() {
+            if x[i] * x[j] > 3.0 {
+                break 'outer;
+            }
+            if j > i {
+                continue 'outer;
+            }
+            s = s * 0.9 + x[i] * x[j] * y;
+        }
+    }
+    let mut n = 0;
+    let r = loop {
+        n += 1;
+        s = s.sin() + y;
+        if n == 3 {
+            break s * 2.0;
+        }
+    };
+    r + s
+}
+
+#[test]
+fn labeled_breaks_and_loop_values() {
+    for x in [[0.5, 1.0, 1.5, 1.8], [0.5, 1.0, 2.5, 0.2]] {
+        let (g, t) = agree!(labels, labels_tape, (&x, 0.8), "labels");
+        same(&g.x, &t.x, "x");
+        same(&[g.y], &[t.y], "y");
+    }
+}
+
+/// Shadowing: every `let` names a value the adjoint reads, and later ones
+/// hide earlier ones (also a parameter's name).
+#[differentiate(compiled)]
+fn shadowing(x: f64, y: f64) -> f64 {
+    let x = x * y;
+    let y = x.sin() + y;
+    let x = x * y;
+    let z = {
+        let w = x * 2.0;
+        w.exp()
+    };
+    x + z * y
+}
+
+#[differentiate(tape)]
+fn shadowing_tape(x: f64, y: f64) -> f64 {
+    let x = x * y;
+    let y = x.sin() + y;
+    let x = x * y;
+    let z = {
+        let w = x * 2.0;
+        w.exp()
+    };
+    x + z * y
+}
+
+#[test]
+fn shadowed_names_mean_what_they_meant() {
+    let (g, t) = agree!(shadowing, shadowing_tape, (0.3, 0.8), "shadowing");
+    same(&[g.x, g.y], &[t.x, t.y], "gradient");
+    check_gradient(
+        |p| shadowing(p[0], p[1]),
+        &[0.3, 0.8],
+        &[g.x, g.y],
+        "shadowing",
+    );
+}
+
+/// Local buffers and arrays written and read, vector primitives on ranges.
+#[differentiate(compiled)]
+fn buffers(x: &[f64], y: f64) -> f64 {
+    let n = x.len();
+    let mut b = vec![0.0; n];
+    for i in 0..n {
+        b[i] = x[i] * y;
+    }
+    for i in 1..n {
+        b[i] += b[i - 1] * b[i];
+    }
+    let mut m = [1.0, 2.0, y];
+    m[1] *= x[0];
+    m[2] /= b[1];
+    deltad::dot(&b, x) + deltad::log_sum_exp(&m) + deltad::sum(&b[1..])
+}
+
+#[differentiate(tape)]
+fn buffers_tape(x: &[f64], y: f64) -> f64 {
+    let n = x.len();
+    let mut b = vec![0.0; n];
+    for i in 0..n {
+        b[i] = x[i] * y;
+    }
+    for i in 1..n {
+        b[i] += b[i - 1] * b[i];
+    }
+    let mut m = [1.0, 2.0, y];
+    m[1] *= x[0];
+    m[2] /= b[1];
+    deltad::dot(&b, x) + deltad::log_sum_exp(&m) + deltad::sum(&b[1..])
+}
+
+#[test]
+fn buffers_and_vector_primitives() {
+    let x = [0.3, -1.2, 0.7, 1.9, 0.1];
+    let (g, t) = agree!(buffers, buffers_tape, (&x, 0.8), "buffers");
+    same(&g.x, &t.x, "x");
+    same(&[g.y], &[t.y], "y");
+    let mut point = x.to_vec();
+    point.push(0.8);
+    let mut got = g.x.clone();
+    got.push(g.y);
+    check_gradient(|p| buffers(&p[..5], p[5]), &point, &got, "buffers");
+}
+
+/// Element loops, math methods with several operands.
+#[differentiate(compiled)]
+fn helper(a: f64, v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &e in v.iter() {
+        s += e * a;
+    }
+    for (i, e) in v.iter().enumerate() {
+        s += (i as f64) * e.sin();
+    }
+    for (p, q) in v.iter().zip(v.iter()) {
+        s += p * q.cos();
+    }
+    s.powf(1.5) + a.max(0.5).atan2(s) + a.hypot(s).mul_add(a, 1.0)
+}
+
+#[differentiate(tape)]
+fn helper_tape(a: f64, v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &e in v.iter() {
+        s += e * a;
+    }
+    for (i, e) in v.iter().enumerate() {
+        s += (i as f64) * e.sin();
+    }
+    for (p, q) in v.iter().zip(v.iter()) {
+        s += p * q.cos();
+    }
+    s.powf(1.5) + a.max(0.5).atan2(s) + a.hypot(s).mul_add(a, 1.0)
+}
+
+/// Calls: of a compiled function (differentiated, constant and mixed
+/// arguments, sub-slices), of a function on the tape, in a loop.
+#[differentiate(compiled)]
+fn caller(a: f64, v: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..3 {
+        total += helper(a * i as f64, v) * 0.5;
+    }
+    total + helper_tape(a, &v[1..]) + loss(v, a, &[1.0, 2.0, 3.0], 2) + helper(2.0, &[1.0, 3.0])
+}
+
+#[differentiate(tape)]
+fn caller_tape(a: f64, v: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..3 {
+        total += helper(a * i as f64, v) * 0.5;
+    }
+    total + helper_tape(a, &v[1..]) + loss(v, a, &[1.0, 2.0, 3.0], 2) + helper(2.0, &[1.0, 3.0])
+}
+
+#[test]
+fn calls_between_engines() {
+    let v = [0.3, 1.2, 0.7, 1.9, 0.1];
+    let (g, t) = agree!(helper, helper_tape, (0.8, &v), "helper");
+    same(&g.v, &t.v, "helper v");
+    let (g, t) = agree!(caller, caller_tape, (0.8, &v), "caller");
+    same(&g.v, &t.v, "caller v");
+    same(&[g.a], &[t.a], "caller a");
+    let mut point = vec![0.8];
+    point.extend(&v);
+    let mut got = vec![g.a];
+    got.extend(&g.v);
+    check_gradient(|p| caller(p[0], &p[1..]), &point, &got, "caller");
+}
+
+/// Forward mode, Hessians and `grad_into` on the compiled path.
+#[differentiate(compiled)]
+fn rosenbrock(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+    }
+    s
+}
+
+#[differentiate(tape)]
+fn rosenbrock_tape(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+    }
+    s
+}
+
+#[test]
+fn forward_mode_second_order_and_grad_into() {
+    let x = [0.3, -1.2, 0.7, 1.9, 0.1];
+    let (g, t) = agree!(rosenbrock, rosenbrock_tape, (&x), "rosenbrock");
+    same(&g.x, &t.x, "gradient");
+    let tangent = [1.0, 0.5, -0.3, 0.2, 0.9];
+    let (value, dot) = rosenbrock::jvp(
+        &x,
+        &rosenbrock::Grad {
+            x: tangent.to_vec(),
+        },
+    );
+    assert_eq!(value, rosenbrock(&x));
+    let expected: f64 = g.x.iter().zip(&tangent).map(|(a, b)| a * b).sum();
+    same(&[dot], &[expected], "jvp against the gradient");
+    let h = rosenbrock::hessian(&x);
+    let ht = rosenbrock_tape::hessian(&x);
+    for (row, row_t) in h.iter().zip(&ht) {
+        same(&row.x, &row_t.x, "hessian row");
+    }
+    let hv = rosenbrock::hvp(
+        &x,
+        &rosenbrock::Grad {
+            x: tangent.to_vec(),
+        },
+    );
+    let expected: Vec<f64> = h
+        .iter()
+        .map(|row| row.x.iter().zip(&tangent).map(|(a, b)| a * b).sum())
+        .collect();
+    same(&hv.x, &expected, "hvp against the Hessian");
+    let mut sum = rosenbrock::Grad::default();
+    rosenbrock::grad_into(&x, &mut sum);
+    rosenbrock::grad_into(&x, &mut sum);
+    let twice: Vec<f64> = g.x.iter().map(|v| 2.0 * v).collect();
+    same(&sum.x, &twice, "grad_into adds");
+    let (_, rows) = rosenbrock::jacobian(&x);
+    same(&rows[0].x, &g.x, "jacobian");
+    rosenbrock::check_derivatives(&x).assert_within(1e-6);
+}
+
+/// A value the adjoint reads after the variable changes, of a written
+/// integer type; an integer counter the adjoint counts back down.
+#[differentiate(compiled)]
+fn integers(x: &[f64]) -> f64 {
+    let mut index: usize = 0;
+    let mut s = 0.0;
+    let mut k = 3;
+    while k > 0 {
+        s += x[index] * x[(index + k) % x.len()];
+        index = (index * 7 + 1) % x.len();
+        k -= 1;
+    }
+    s
+}
+
+#[differentiate(tape)]
+fn integers_tape(x: &[f64]) -> f64 {
+    let mut index: usize = 0;
+    let mut s = 0.0;
+    let mut k = 3;
+    while k > 0 {
+        s += x[index] * x[(index + k) % x.len()];
+        index = (index * 7 + 1) % x.len();
+        k -= 1;
+    }
+    s
+}
+
+#[test]
+fn integer_state_is_restored() {
+    let x = [0.3, -1.2, 0.7, 1.9, 0.1];
+    let (g, t) = agree!(integers, integers_tape, (&x), "integers");
+    same(&g.x, &t.x, "x");
+}
+
+/// f32, a `match`, casts, a value the adjoint pops (`d`, from a call).
+#[differentiate(compiled)]
+fn single(x: f32, y: f32, mode: usize) -> f32 {
+    let d = square32(x) + y;
+    let scale = match mode % 3 {
+        0 => d * 2.0,
+        1 => d.sqrt(),
+        _ => (x * 10.0) as i32 as f32 + d,
+    };
+    scale * d
+}
+
+#[differentiate(compiled)]
+fn square32(x: f32) -> f32 {
+    x * x
+}
+
+#[test]
+fn single_precision_match_and_casts() {
+    for mode in 0..3 {
+        let (value, g) = single::value_and_grad(0.73, 1.3, mode);
+        assert_eq!(value, single(0.73, 1.3, mode));
+        let h = 1e-3f64;
+        let f = |x: f64, y: f64| single(x as f32, y as f32, mode) as f64;
+        let gx = (f(0.73 + h, 1.3) - f(0.73 - h, 1.3)) / (2.0 * h);
+        let gy = (f(0.73, 1.3 + h) - f(0.73, 1.3 - h)) / (2.0 * h);
+        // f32 rounding in the differences: 1e-2 relative.
+        assert!(
+            (g.x as f64 - gx).abs() <= 1e-2 * gx.abs().max(1.0),
+            "{mode}: {} vs {gx}",
+            g.x
+        );
+        assert!(
+            (g.y as f64 - gy).abs() <= 1e-2 * gy.abs().max(1.0),
+            "{mode}: {} vs {gy}",
+            g.y
+        );
+    }
+}
+
+/// A value the forward pass keeps: nothing for a function the adjoint can
+/// evaluate again, one real for each overwritten state.
+#[test]
+fn what_the_forward_pass_keeps() {
+    let x: Vec<f64> = (0..100).map(|i| (i as f64 * 0.1).sin()).collect();
+    let stats = rosenbrock::tape_stats(&x);
+    assert!(stats.compiled);
+    assert_eq!((stats.reals, stats.words, stats.bytes_used), (0, 0, 0));
+    let tape = rosenbrock_tape::tape_stats(&x);
+    assert!(!tape.compiled && tape.bindings > 100);
+}
