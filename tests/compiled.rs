@@ -566,3 +566,58 @@ fn what_the_forward_pass_keeps() {
     let tape = rosenbrock_tape::tape_stats(&x);
     assert!(!tape.compiled && tape.bindings > 100);
 }
+
+/// Closures (inlined where called) and iterator chains (lowered to loops).
+#[differentiate(compiled)]
+fn chains(x: f64, s: &[f64], w: &[f64]) -> f64 {
+    let f = |t: f64| (t + x).atan();
+    let a = s.iter().map(|&v| v * f(v)).sum::<f64>();
+    let b = s.iter().zip(w.iter()).map(|(&v, &u)| v * u).sum::<f64>();
+    let c = s
+        .iter()
+        .enumerate()
+        .map(|(j, &v)| (j as f64) * v.sin())
+        .sum::<f64>();
+    let d = s.iter().fold(0.5, |acc, &v| acc * 0.5 + (v * x).tanh());
+    let e = s.iter().map(|&v| 1.0 + v * v * x).product::<f64>();
+    let g = s.iter().filter(|v| **v > 0.1).map(|&v| v * x).sum::<f64>();
+    let h = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let k = (0..s.len()).map(|i| s[i] * w[i] * x).sum::<f64>();
+    a + b + c + d + e + g + h + k + f(w[0])
+}
+
+#[differentiate(tape)]
+fn chains_tape(x: f64, s: &[f64], w: &[f64]) -> f64 {
+    let f = |t: f64| (t + x).atan();
+    let a = s.iter().map(|&v| v * f(v)).sum::<f64>();
+    let b = s.iter().zip(w.iter()).map(|(&v, &u)| v * u).sum::<f64>();
+    let c = s
+        .iter()
+        .enumerate()
+        .map(|(j, &v)| (j as f64) * v.sin())
+        .sum::<f64>();
+    let d = s.iter().fold(0.5, |acc, &v| acc * 0.5 + (v * x).tanh());
+    let e = s.iter().map(|&v| 1.0 + v * v * x).product::<f64>();
+    let g = s.iter().filter(|v| **v > 0.1).map(|&v| v * x).sum::<f64>();
+    let h = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let k = (0..s.len()).map(|i| s[i] * w[i] * x).sum::<f64>();
+    a + b + c + d + e + g + h + k + f(w[0])
+}
+
+#[test]
+fn closures_and_iterator_chains() {
+    let (s, w) = ([0.3, -0.2, 0.9, 0.05], [1.1, 0.4, -0.7, 2.0]);
+    for x in [0.7, -1.3] {
+        let (g, t) = agree!(chains, chains_tape, (x, &s, &w), "chains");
+        same(&[g.x], &[t.x], "x");
+        same(&g.s, &t.s, "s");
+        same(&g.w, &t.w, "w");
+        let mut point = vec![x];
+        point.extend(&s);
+        point.extend(&w);
+        let mut got = vec![g.x];
+        got.extend(&g.s);
+        got.extend(&g.w);
+        check_gradient(|p| chains(p[0], &p[1..5], &p[5..]), &point, &got, "chains");
+    }
+}

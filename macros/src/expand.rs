@@ -166,6 +166,7 @@ pub(crate) fn derivatives(
             emit::Engine::Tape(reason.clone())
         }
     };
+    show_engine(&target.function.sig.ident, &compiled);
     let bodies = if errors.is_empty() {
         bodies
     } else {
@@ -204,6 +205,31 @@ fn compile(
     let function = ir::lower(signature, &body).map_err(|u| (Some(u.span), u.message))?;
     let analysis = analyze::analyze(&function, signature).map_err(|u| (Some(u.span), u.message))?;
     Ok(emit::compiled::Compiled { function, analysis })
+}
+
+/// The environment variable that makes the macro say which engine each
+/// function took (and why not the compiled one) on the compiler's standard
+/// error: any value.
+const SHOW_ENGINE: &str = "DELTAD_ENGINE";
+
+fn show_engine<T>(name: &syn::Ident, compiled: &Result<T, (Option<Span>, String)>) {
+    if std::env::var_os(SHOW_ENGINE).is_none() {
+        return;
+    }
+    match compiled {
+        Ok(_) => eprintln!("deltad: `{name}`: compiled"),
+        Err((span, reason)) => {
+            let at = span
+                .and_then(|s| s.source_text())
+                .map(|text| {
+                    let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let short: String = text.chars().take(60).collect();
+                    format!(" (at `{short}`)")
+                })
+                .unwrap_or_default();
+            eprintln!("deltad: `{name}`: tape, because {reason}{at}");
+        }
+    }
 }
 
 /// The environment variable that prints expansions: a function name, a

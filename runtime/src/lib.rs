@@ -124,7 +124,8 @@ pub mod __private {
     };
     pub use crate::compiled::{
         lifted, machine_value, with_stack, ArrayParam, Bits, Discard, NoRecord, PassActive,
-        PassConstant, PlainParam, RealParam, Record, ScalarSink, SliceParam, SliceSink, Stack,
+        PassConstant, PlainParam, RealParam, Record, Reserved, ScalarSink, SliceParam, SliceSink,
+        Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

@@ -32,6 +32,9 @@ fn bench_taylor(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("deltad", n), &n, |b, &n| {
             b.iter(|| taylor::taylor::grad(black_box(x), n))
         });
+        g.bench_with_input(BenchmarkId::new("deltad-tape", n), &n, |b, &n| {
+            b.iter(|| taylor::taylor_tape::grad(black_box(x), n))
+        });
         g.bench_with_input(BenchmarkId::new("reverse", n), &n, |b, &n| {
             b.iter(|| taylor::with_reverse(black_box(x), n))
         });
@@ -58,6 +61,9 @@ fn bench_rosenbrock(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("deltad", n), &x, |b, x| {
             b.iter(|| rosenbrock::rosenbrock::grad(black_box(x)))
+        });
+        g.bench_with_input(BenchmarkId::new("deltad-tape", n), &x, |b, x| {
+            b.iter(|| rosenbrock::rosenbrock_tape::grad(black_box(x)))
         });
         g.bench_with_input(BenchmarkId::new("reverse", n), &x, |b, x| {
             b.iter(|| rosenbrock::with_reverse(black_box(x)))
@@ -86,6 +92,9 @@ fn bench_gmm(c: &mut Criterion) {
         });
         g.bench_with_input(id("deltad-plain-loops"), &p, |b, p| {
             b.iter(|| gmm::deltad_plain_loops_gradient(black_box(p)))
+        });
+        g.bench_with_input(id("deltad-tape"), &p, |b, p| {
+            b.iter(|| gmm::deltad_tape_gradient(black_box(p)))
         });
         g.bench_with_input(id("reverse"), &p, |b, p| {
             b.iter(|| gmm::with_reverse(black_box(p)))
@@ -118,6 +127,9 @@ fn bench_quaternion(c: &mut Criterion) {
     g.bench_with_input(id("deltad"), &input, |b, &(qs, vs, w)| {
         b.iter(|| quaternion::batch::grad(black_box(qs), vs, w))
     });
+    g.bench_with_input(id("deltad-tape"), &input, |b, &(qs, vs, w)| {
+        b.iter(|| quaternion::batch_tape::grad(black_box(qs), vs, w))
+    });
     g.bench_with_input(id("reverse"), &input, |b, &(qs, vs, w)| {
         b.iter(|| quaternion::with_reverse(black_box(qs), vs, w))
     });
@@ -144,6 +156,9 @@ fn bench_branches(c: &mut Criterion) {
     });
     g.bench_function(id("deltad"), |b| {
         b.iter(|| branches::branches::grad(black_box(x), n))
+    });
+    g.bench_function(id("deltad-tape"), |b| {
+        b.iter(|| branches::branches_tape::grad(black_box(x), n))
     });
     g.bench_function(id("reverse"), |b| {
         b.iter(|| branches::with_reverse(black_box(x), n))

@@ -42,6 +42,39 @@ pub fn branches(x0: f64, iterations: usize) -> f64 {
     x
 }
 
+/// The same function on the tape.
+#[differentiate(tape)]
+pub fn branches_tape(x0: f64, iterations: usize) -> f64 {
+    let mut x = x0;
+    for _ in 0..iterations {
+        let s = ((x * 10.0) as i64).rem_euclid(4);
+        x = if x > 100.0 {
+            if s == 0 {
+                1.0 + x.sin()
+            } else if s == 1 {
+                1.0 + x.cos()
+            } else if s == 2 {
+                x.ln_1p()
+            } else if s == 3 {
+                x.sqrt()
+            } else {
+                x / 13.0
+            }
+        } else if s == 0 {
+            x + 10.0
+        } else if s == 1 {
+            x.powi(3)
+        } else if s == 2 {
+            (x / 10.0).exp()
+        } else if s == 3 {
+            x * 2.0 * x * 5.0
+        } else {
+            x * 1.3
+        };
+    }
+    x
+}
+
 /// The derivative carried along with the value.
 pub fn hand(x0: f64, iterations: usize) -> (f64, f64) {
     let (mut x, mut d) = (x0, 1.0);
@@ -173,6 +206,7 @@ pub fn check() {
         assert!(iterations == ITERATIONS || hand_grad != 0.0);
         for (what, got, tolerance) in [
             ("deltad", g.x0, 1e-9),
+            ("deltad-tape", branches_tape::grad(3.0, iterations).x0, 1e-9),
             ("reverse", with_reverse(3.0, iterations), 1e-6),
             ("ad_trait", with_ad_trait(3.0, iterations), 1e-6),
             ("num-dual", with_num_dual(3.0, iterations), 1e-6),

@@ -63,11 +63,28 @@ pub fn problem(d: usize, k: usize, n: usize) -> Problem {
     }
 }
 
-pub use deltad_gradbench::evals::gmm::{constant_terms, objective, objective_plain_loops};
+pub use deltad_gradbench::evals::gmm::{
+    constant_terms, objective, objective_plain_loops, objective_tape,
+};
 
 pub fn deltad_gradient(p: &Problem) -> (f64, Gradient) {
     let (value, g) =
         objective::value_and_grad(&p.alpha, &p.mu, &p.q, &p.l, &p.x, p.gamma, p.m, p.d);
+    (
+        value,
+        Gradient {
+            alpha: g.alpha,
+            mu: g.mu,
+            q: g.q,
+            l: g.l,
+        },
+    )
+}
+
+/// deltad on the tape (with `#[preaccumulate]`, the tape's fastest form).
+pub fn deltad_tape_gradient(p: &Problem) -> (f64, Gradient) {
+    let (value, g) =
+        objective_tape::value_and_grad(&p.alpha, &p.mu, &p.q, &p.l, &p.x, p.gamma, p.m, p.d);
     (
         value,
         Gradient {
@@ -386,6 +403,9 @@ pub fn check() {
         let (plain_value, plain) = deltad_plain_loops_gradient(&p);
         assert_eq!(plain_value.to_bits(), deltad_value.to_bits());
         crate::assert_gradient("gmm deltad (plain loops)", &plain.flat(), &hand_flat, 1e-10);
+        let (tape_value, tape) = deltad_tape_gradient(&p);
+        assert_eq!(tape_value.to_bits(), deltad_value.to_bits());
+        crate::assert_gradient("gmm deltad-tape", &tape.flat(), &hand_flat, 1e-10);
         crate::assert_gradient("gmm reverse", &with_reverse(&p), &hand_flat, 1e-10);
         crate::assert_gradient("gmm ad_trait", &with_ad_trait(&p), &hand_flat, 1e-10);
         crate::assert_gradient("gmm num-dual", &with_num_dual(&p), &hand_flat, 1e-10);

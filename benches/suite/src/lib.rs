@@ -19,21 +19,25 @@ use report::Row;
 
 /// The ways each program is computed, as named in the benchmarks.
 /// (`deltad-plain-loops`: GMM without its `#[preaccumulate]` attribute.)
-pub const FUNCTIONS: [&str; 7] = [
+/// (`deltad-tape`: the same function forced onto the tape, the engine deltad
+/// had before its compiled path.)
+pub const FUNCTIONS: [&str; 8] = [
     "primal",
     "hand-written",
     "deltad",
     "deltad-plain-loops",
+    "deltad-tape",
     "reverse",
     "ad_trait",
     "num-dual",
 ];
 
 /// The ratios the summary reports.
-pub const RATIOS: [(&str, &str); 6] = [
+pub const RATIOS: [(&str, &str); 7] = [
     ("deltad", "primal"),
     ("deltad", "hand-written"),
     ("deltad-plain-loops", "hand-written"),
+    ("deltad-tape", "deltad"),
     ("reverse", "deltad"),
     ("ad_trait", "deltad"),
     ("num-dual", "deltad"),

@@ -47,6 +47,17 @@ pub fn batch(qs: &[Quaternion], vs: &[Vec3], #[no_grad] w: &Vec3) -> f64 {
     total
 }
 
+/// The same batch on the tape.
+#[differentiate(tape)]
+pub fn batch_tape(qs: &[Quaternion], vs: &[Vec3], #[no_grad] w: &Vec3) -> f64 {
+    let mut total = 0.0;
+    for i in 0..qs.len() {
+        let r = rotate(&vs[i], &qs[i]);
+        total += r.x * w.x + r.y * w.y + r.z * w.z;
+    }
+    total
+}
+
 /// The gradient by hand: with u = vec(q), s = q.w and
 /// f = r · w = 2(u·v)(u·w) + (s² - u·u)(v·w) + 2s u·(v × w),
 /// ∂f/∂u = 2(u·w)v + 2(u·v)w - 2(v·w)u + 2s(v × w),
@@ -234,6 +245,13 @@ pub fn check() {
     crate::assert_gradient(
         "quaternion deltad",
         &flatten(&g.qs, &g.vs),
+        &expected,
+        1e-12,
+    );
+    let g_tape = batch_tape::grad(&qs, &vs, &w);
+    crate::assert_gradient(
+        "quaternion deltad-tape",
+        &flatten(&g_tape.qs, &g_tape.vs),
         &expected,
         1e-12,
     );

@@ -16,6 +16,18 @@ pub fn rosenbrock(x: &[f64]) -> f64 {
     s
 }
 
+/// The same function on the tape (the engine before the compiled path).
+#[differentiate(tape)]
+pub fn rosenbrock_tape(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+    }
+    s
+}
+
 pub fn hand(x: &[f64]) -> (f64, Vec<f64>) {
     let mut g = vec![0.0; x.len()];
     let mut s = 0.0;
@@ -72,6 +84,12 @@ pub fn check() {
     let (deltad_value, g) = rosenbrock::value_and_grad(&x);
     assert!((deltad_value - value).abs() <= 1e-12 * value.abs());
     crate::assert_gradient("rosenbrock deltad", &g.x, &hand_grad, 1e-12);
+    crate::assert_gradient(
+        "rosenbrock deltad-tape",
+        &rosenbrock_tape::grad(&x).x,
+        &hand_grad,
+        1e-12,
+    );
     crate::assert_gradient("rosenbrock reverse", &with_reverse(&x), &hand_grad, 1e-12);
     crate::assert_gradient("rosenbrock ad_trait", &with_ad_trait(&x), &hand_grad, 1e-12);
 }

@@ -18,6 +18,18 @@ pub fn taylor(x: f64, iters: usize) -> f64 {
     acc
 }
 
+/// The same function on the tape.
+#[differentiate(tape)]
+pub fn taylor_tape(x: f64, iters: usize) -> f64 {
+    let mut prev = 1.0;
+    let mut acc = 1.0;
+    for _ in 0..iters {
+        prev = prev * -(x - 1.0);
+        acc = prev + acc;
+    }
+    acc
+}
+
 /// Tangents carried along: one input, so forward propagation is the optimal
 /// adjoint.
 pub fn hand(x: f64, iters: usize) -> (f64, f64) {
@@ -79,6 +91,7 @@ pub fn check() {
         assert!((deltad_value - value).abs() <= 1e-12 * value.abs());
         for (what, got) in [
             ("deltad", g.x),
+            ("deltad-tape", taylor_tape::grad(0.5, iters).x),
             ("reverse", with_reverse(0.5, iters)),
             ("ad_trait", with_ad_trait(0.5, iters)),
             ("num-dual", with_num_dual(0.5, iters)),

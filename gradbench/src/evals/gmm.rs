@@ -60,8 +60,8 @@ pub fn constant_terms(d: usize, k: usize, n: usize, gamma: f64, m: usize) -> f64
 /// (with deltad's log-sum-exp primitive for its `logsumexp` helper); the
 /// loop over points carries the attributes given.
 macro_rules! gmm_objective {
-    ($name:ident $(#[$point_loop:meta])*) => {
-        #[differentiate]
+    ($name:ident $(($engine:ident))? $(#[$point_loop:meta])*) => {
+        #[differentiate$(($engine))?]
         #[allow(clippy::too_many_arguments)]
         pub fn $name(
             alpha: &[f64],
@@ -130,9 +130,10 @@ macro_rules! gmm_objective {
 }
 
 gmm_objective!(objective #[preaccumulate]);
-// The same function without `#[preaccumulate]` (every point stays on the
-// tape), which the benchmark suite compares with.
+// The same function without `#[preaccumulate]`, and on the tape (the engine
+// before the compiled path), which the benchmark suite compares with.
 gmm_objective!(objective_plain_loops);
+gmm_objective!(objective_tape (tape) #[preaccumulate]);
 
 /// The parameters and data of one evaluation (matrices flattened row by row).
 pub struct Gmm {

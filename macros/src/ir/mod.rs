@@ -90,6 +90,8 @@ pub(crate) enum VarKind {
     /// A buffer of reals of fixed length: a slice, `Vec` or array
     /// parameter, or a local `vec![..]` / array.
     Buffer,
+    /// A closure of the body: inlined where it is called, never a value.
+    Closure,
 }
 
 /// A loop, for `break` and `continue`.
@@ -224,11 +226,13 @@ impl Place {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Expr {
     pub span: Span,
     pub kind: ExprKind,
 }
 
+#[derive(Clone)]
 pub(crate) enum ExprKind {
     /// A literal as written (`2.0`, `3`, `true`).
     Lit(syn::Lit),
@@ -286,6 +290,7 @@ pub(crate) enum Primitive {
 pub(crate) type Bounds = (Option<Box<Expr>>, Option<Box<Expr>>);
 
 /// A buffer, or a range of it, passed by reference.
+#[derive(Clone)]
 pub(crate) struct BufferRef {
     pub var: VarId,
     /// `buffer[start..end]`: each bound absent for `..` forms.
@@ -293,6 +298,7 @@ pub(crate) struct BufferRef {
     pub span: Span,
 }
 
+#[derive(Clone)]
 pub(crate) struct Call {
     /// The function as written (relocated).
     pub path: syn::Path,
@@ -301,6 +307,7 @@ pub(crate) struct Call {
     pub written: Box<syn::Expr>,
 }
 
+#[derive(Clone)]
 pub(crate) enum CallArg {
     /// A scalar value.
     Value(Expr),
@@ -311,6 +318,7 @@ pub(crate) enum CallArg {
     Buffer(BufferRef),
 }
 
+#[derive(Clone)]
 pub(crate) enum NewBuffer {
     /// `vec![elem; len]` or `[elem; len]`.
     Repeat { elem: Box<Expr>, len: Box<Expr> },

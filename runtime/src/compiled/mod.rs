@@ -32,4 +32,4 @@ pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,
     F64_STACKS,
 };
-pub use stack::{with_stack, Bits, NoRecord, Record, Stack, StackStats};
+pub use stack::{with_stack, Bits, NoRecord, Record, Reserved, Stack, StackStats};

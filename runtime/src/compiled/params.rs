@@ -175,6 +175,10 @@ pub trait SliceSink<S> {
         Self: 'a;
     /// The adjoint of element `index`, to add to.
     fn at(&mut self, index: usize) -> &mut S;
+    /// How many elements the sink takes (`usize::MAX` for [`Discard`]): the
+    /// adjoint checks it once against its buffer's length, so that the
+    /// compiler can drop the bounds checks of `at` in its loops.
+    fn capacity(&self) -> usize;
     /// The sink of the elements `start..end` (a sub-slice passed on).
     fn part(&mut self, start: usize, end: usize) -> Self::Part<'_>;
 }
@@ -187,6 +191,10 @@ impl<S: Scalar> SliceSink<S> for &mut [S] {
     #[inline(always)]
     fn at(&mut self, index: usize) -> &mut S {
         &mut self[index]
+    }
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        <[S]>::len(self)
     }
     #[inline(always)]
     fn part(&mut self, start: usize, end: usize) -> &mut [S] {
@@ -227,6 +235,10 @@ impl<S: Scalar> SliceSink<S> for Discard<S> {
     #[inline(always)]
     fn at(&mut self, _: usize) -> &mut S {
         &mut self.scratch
+    }
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        usize::MAX
     }
     #[inline(always)]
     fn part(&mut self, _: usize, _: usize) -> Discard<S> {

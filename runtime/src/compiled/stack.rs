@@ -18,11 +18,29 @@ use crate::scalar::Scalar;
 /// when no adjoint will run (forward mode, values needed only for a
 /// decision), in which case the pushes compile to nothing.
 pub trait Record<S> {
+    /// Room reserved in advance, written without a call (see [`Reserved`]).
+    type Reserved<'a>: Reserved<S>
+    where
+        Self: 'a;
     /// Keeps one real.
     fn real(&mut self, value: S);
     /// Keeps the reals of a buffer, in order.
     fn reals(&mut self, values: &[S]);
     /// Keeps a discrete value (see [`Bits`]).
+    fn bits(&mut self, bits: u64);
+    /// Room for `reals` more reals and `words` more words: a loop whose
+    /// iterations keep a bounded number of values reserves them all before
+    /// it starts, so its pushes need no allocation (and no call, which
+    /// would make the optimiser keep the loop's values in memory).
+    fn reserve(&mut self, reals: usize, words: usize) -> Self::Reserved<'_>;
+}
+
+/// Pushes into room reserved in advance. Pushing more than was reserved
+/// panics.
+pub trait Reserved<S> {
+    /// Keeps one real.
+    fn real(&mut self, value: S);
+    /// Keeps a discrete value.
     fn bits(&mut self, bits: u64);
 }
 
@@ -31,10 +49,22 @@ pub trait Record<S> {
 pub struct NoRecord;
 
 impl<S> Record<S> for NoRecord {
+    type Reserved<'a> = NoRecord;
     #[inline(always)]
     fn real(&mut self, _: S) {}
     #[inline(always)]
     fn reals(&mut self, _: &[S]) {}
+    #[inline(always)]
+    fn bits(&mut self, _: u64) {}
+    #[inline(always)]
+    fn reserve(&mut self, _: usize, _: usize) -> NoRecord {
+        NoRecord
+    }
+}
+
+impl<S> Reserved<S> for NoRecord {
+    #[inline(always)]
+    fn real(&mut self, _: S) {}
     #[inline(always)]
     fn bits(&mut self, _: u64) {}
 }
@@ -69,9 +99,23 @@ pub struct StackStats {
 }
 
 impl<S: Scalar> Record<S> for Stack<S> {
+    type Reserved<'a>
+        = StackRoom<'a, S>
+    where
+        S: 'a;
     #[inline(always)]
     fn real(&mut self, value: S) {
         self.reals.push(value);
+    }
+    #[inline]
+    fn reserve(&mut self, reals: usize, words: usize) -> StackRoom<'_, S> {
+        self.reals.reserve(reals);
+        self.bits.reserve(words);
+        StackRoom {
+            reals_end: self.reals.len() + reals,
+            words_end: self.bits.len() + words,
+            stack: self,
+        }
     }
     #[inline(always)]
     fn reals(&mut self, values: &[S]) {
@@ -81,6 +125,48 @@ impl<S: Scalar> Record<S> for Stack<S> {
     fn bits(&mut self, bits: u64) {
         self.bits.push(bits);
     }
+}
+
+/// Room reserved on a [`Stack`].
+pub struct StackRoom<'a, S> {
+    stack: &'a mut Stack<S>,
+    reals_end: usize,
+    words_end: usize,
+}
+
+impl<S: Scalar> Reserved<S> for StackRoom<'_, S> {
+    #[inline(always)]
+    fn real(&mut self, value: S) {
+        let len = self.stack.reals.len();
+        if len >= self.reals_end {
+            overflow();
+        }
+        // SAFETY: `reserve` made the capacity at least `reals_end`, so the
+        // slot at `len < reals_end` is allocated; it is written before the
+        // length grows over it.
+        unsafe {
+            self.stack.reals.as_mut_ptr().add(len).write(value);
+            self.stack.reals.set_len(len + 1);
+        }
+    }
+    #[inline(always)]
+    fn bits(&mut self, bits: u64) {
+        let len = self.stack.bits.len();
+        if len >= self.words_end {
+            overflow();
+        }
+        // SAFETY: as in `real`.
+        unsafe {
+            self.stack.bits.as_mut_ptr().add(len).write(bits);
+            self.stack.bits.set_len(len + 1);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn overflow() -> ! {
+    panic!("deltad: a loop kept more values than it reserved (this is a bug in deltad)")
 }
 
 #[cold]
@@ -302,6 +388,29 @@ mod tests {
         assert_eq!(stack.pop_reals(2), vec![2.0, 3.0]);
         assert_eq!(stack.pop_real(), 1.5);
         assert!(stack.is_empty());
+    }
+
+    #[test]
+    fn reserved_room_takes_pushes_without_allocating() {
+        let mut stack = Stack::<f64>::new();
+        stack.real(1.0);
+        {
+            let mut room = stack.reserve(2, 1);
+            room.real(2.0);
+            room.bits(7);
+            room.real(3.0);
+        }
+        assert_eq!(stack.pop_bits::<u64>(), 7);
+        assert_eq!(stack.pop_reals(3), vec![1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "more values than it reserved")]
+    fn pushing_past_the_room_panics() {
+        let mut stack = Stack::<f64>::new();
+        let mut room = stack.reserve(1, 0);
+        room.real(1.0);
+        room.real(2.0);
     }
 
     #[test]

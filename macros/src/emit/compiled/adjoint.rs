@@ -33,14 +33,34 @@ impl Passes<'_> {
                 let adjoint = self.adjoint(var);
                 let sink = sink(index);
                 params.push(
-                    quote!(let mut #adjoint: #s = <#s as ::deltad::__private::Scalar>::zero();),
+                    quote!(let mut #adjoint: #s = (-<#s as ::deltad::__private::Scalar>::zero());),
                 );
                 adds.push(quote!(::deltad::__private::ScalarSink::add(&mut #sink, #adjoint);));
             }
         }
         let body = self.rev_block(&self.function.body, &mut visible);
+        // Each buffer's sink takes as many adjoints as the buffer has
+        // elements (checked once: the loops index both without checks).
+        let lengths = self
+            .function
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(index, &var)| {
+                if !(self.active(var) && self.is_buffer(var)) {
+                    return None;
+                }
+                let (name, sink) = (self.name(var), sink(index));
+                Some(quote! {
+                    ::core::assert!(
+                        ::deltad::__private::SliceSink::capacity(&#sink) >= #name.len(),
+                        "deltad: an adjoint buffer is shorter than its argument"
+                    );
+                })
+            });
         quote! {
             let mut #result_adjoint: #s = #out;
+            #(#lengths)*
             #(#params)*
             #body
             #(#adds)*
@@ -63,9 +83,14 @@ impl Passes<'_> {
         quote!(#stack.pop_real())
     }
 
+    /// The zero adjoints start from and are reset to: `-0.0`, the identity
+    /// of addition (`-0.0 + a == a` for every `a`, also `+0.0`), so the
+    /// optimiser drops the addition that follows a reset (`+0.0 + a` is not
+    /// `a` when `a` is `-0.0`). The `Grad`s users see start from `+0.0`, so
+    /// an exactly zero derivative there is `+0.0`.
     fn zero(&self) -> TokenStream {
         let s = &self.scalar;
-        quote!(<#s as ::deltad::__private::Scalar>::zero())
+        quote!((-<#s as ::deltad::__private::Scalar>::zero()))
     }
 
     /// The reverse of a block (nothing if it has no adjoint work).
@@ -424,7 +449,7 @@ impl Passes<'_> {
                             let total = format_ident!("__deltad_total", span = Span::mixed_site());
                             adjoint_expr.push(quote! {
                                 let #total: #s = #adjoint.iter().fold(
-                                    <#s as ::deltad::__private::Scalar>::zero(),
+                                    (-<#s as ::deltad::__private::Scalar>::zero()),
                                     |__deltad_a, __deltad_b| __deltad_a + *__deltad_b,
                                 );
                             });

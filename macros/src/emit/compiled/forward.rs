@@ -52,11 +52,19 @@ impl Passes<'_> {
     }
 
     fn push_real(&self, value: TokenStream) -> TokenStream {
+        if self.in_room.get() {
+            let room = names::room();
+            return quote!(::deltad::__private::Reserved::real(&mut #room, #value););
+        }
         let rec = self.rec();
         quote!(::deltad::__private::Record::real(#rec, #value);)
     }
 
     pub(crate) fn push_bits(&self, value: TokenStream) -> TokenStream {
+        if self.in_room.get() {
+            let room = names::room();
+            return quote!(::deltad::__private::Reserved::bits(&mut #room, ::deltad::__private::Bits::to_bits(#value)););
+        }
         let rec = self.rec();
         quote!(::deltad::__private::Record::bits(#rec, ::deltad::__private::Bits::to_bits(#value));)
     }
@@ -303,6 +311,27 @@ impl Passes<'_> {
                     None => quote!(_),
                 };
                 let range = self.range(range, Side::Forward);
+                if let Some((reals, words)) = self.room_per_iteration(stmt) {
+                    // Room for every push of the loop, reserved before it.
+                    let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
+                    let count = format_ident!("__deltad_iterations", span = Span::mixed_site());
+                    let (rec, room) = (self.rec(), names::room());
+                    self.in_room.set(true);
+                    let looped = self.fwd_loop(
+                        stmt.id,
+                        *id,
+                        frames,
+                        body,
+                        |label, body| quote!(#label for #pattern in #walk #body),
+                    );
+                    self.in_room.set(false);
+                    return quote! {{
+                        let #walk = #range;
+                        let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
+                        let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words);
+                        #looped
+                    }};
+                }
                 self.fwd_loop(
                     stmt.id,
                     *id,

@@ -22,6 +22,7 @@ use crate::signature::{ParamKind, Signature};
 mod adjoint;
 mod adjoint_expr;
 mod forward;
+mod reserve;
 mod values;
 
 /// A lowered and analyzed function, ready to emit.
@@ -39,6 +40,9 @@ pub(crate) struct Passes<'a> {
     pub scalar: Ident,
     /// The machine float.
     pub prim: Ident,
+    /// True while emitting a loop that reserved room for its pushes
+    /// (`reserve.rs`): pushes go to the room instead of the record.
+    pub in_room: std::cell::Cell<bool>,
 }
 
 /// Generated names (mixed-site: they never meet the user's).
@@ -52,6 +56,10 @@ pub(crate) mod names {
 
     pub(crate) fn record() -> Ident {
         ident("__deltad_rec")
+    }
+
+    pub(crate) fn room() -> Ident {
+        ident("__deltad_room")
     }
 
     pub(crate) fn stack() -> Ident {
@@ -74,6 +82,7 @@ impl<'a> Passes<'a> {
             signature,
             scalar: Ident::new("__DeltadS", Span::call_site()),
             prim: signature.precision.ident(Span::call_site()),
+            in_room: std::cell::Cell::new(false),
         }
     }
 
@@ -204,9 +213,30 @@ impl<'a> Passes<'a> {
             let name = sink(i);
             quote!(mut #name: #ty)
         });
+        // A function with a loop is not inlined into its callers: alone,
+        // its loops get the registers (inlined into a larger function, the
+        // optimiser may keep loop variables in memory); its call costs
+        // nothing next to the loop. Straight-line functions are inlined.
+        let has_loop = {
+            let mut found = false;
+            self.function.body.each_stmt(&mut |s| {
+                found |= matches!(
+                    s.kind,
+                    crate::ir::StmtKind::For { .. }
+                        | crate::ir::StmtKind::While { .. }
+                        | crate::ir::StmtKind::Loop { .. }
+                )
+            });
+            found
+        };
+        let inline = if has_loop {
+            quote!(#[inline(never)])
+        } else {
+            quote!(#[inline])
+        };
         quote! {
             #[doc(hidden)]
-            #[inline]
+            #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
             pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
                 #rec: &mut __DeltadR,
@@ -216,7 +246,7 @@ impl<'a> Passes<'a> {
             }
 
             #[doc(hidden)]
-            #[inline]
+            #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
             pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,

@@ -29,6 +29,12 @@ impl Lowerer {
             },
             SynExpr::Path(path) if path.qself.is_none() => match self.resolve_path(&path.path) {
                 Some(var) => {
+                    if self.kind(var) == VarKind::Closure {
+                        return Err(Unsupported::new(
+                            span,
+                            "a closure used other than by calling it (passed on, stored) is not on the compiled path yet",
+                        ));
+                    }
                     if self.kind(var) == VarKind::Buffer {
                         return Err(Unsupported::new(
                             span,
@@ -42,21 +48,22 @@ impl Lowerer {
             SynExpr::Unary(unary) => match unary.op {
                 syn::UnOp::Neg(_) => new(ExprKind::Neg(Box::new(self.expr(&unary.expr, out)?))),
                 syn::UnOp::Not(_) => new(ExprKind::Not(Box::new(self.expr(&unary.expr, out)?))),
-                syn::UnOp::Deref(_) => match strip(&unary.expr) {
-                    SynExpr::Path(path) if path.qself.is_none() => {
-                        match self.resolve_path(&path.path) {
-                            Some(var) if self.by_ref.contains(&var) => new(ExprKind::Var(var)),
-                            _ => Err(Unsupported::new(
-                                span,
-                                "dereferencing is not on the compiled path yet, except of a loop's element (`for x in v.iter()`)",
-                            )),
+                syn::UnOp::Deref(_) => {
+                    // `*x` (`**x`) of a name bound to an element: the element.
+                    let inner = match strip(&unary.expr) {
+                        SynExpr::Path(_) | SynExpr::Unary(_) => self.expr(&unary.expr, out).ok(),
+                        _ => None,
+                    };
+                    match inner.map(|e| e.kind) {
+                        Some(ExprKind::Var(var)) if self.by_ref.contains(&var) => {
+                            new(ExprKind::Var(var))
                         }
+                        _ => Err(Unsupported::new(
+                            span,
+                            "dereferencing is not on the compiled path yet, except of an element a loop or a closure takes (`for x in v.iter()`, `.map(|x| *x)`)",
+                        )),
                     }
-                    _ => Err(Unsupported::new(
-                        span,
-                        "dereferencing is not on the compiled path yet, except of a loop's element (`for x in v.iter()`)",
-                    )),
-                },
+                }
                 _ => self.opaque(expr),
             },
             SynExpr::Binary(binary) => {
@@ -85,18 +92,17 @@ impl Lowerer {
                 let left = self.expr(&binary.left, out)?;
                 let short_circuit = matches!(binary.op, syn::BinOp::And(_) | syn::BinOp::Or(_));
                 let right = if short_circuit {
-                    // The right operand runs only sometimes: nothing may be
-                    // hoisted out of it.
+                    // The right operand runs only sometimes: what it needs
+                    // first stays behind the left one, in an `if`.
                     let mut hoisted = Vec::new();
                     let right = self.expr(&binary.right, &mut hoisted)?;
-                    if !hoisted.is_empty() || right.has_call() {
-                        return Err(Unsupported::new(
-                            binary.right.span(),
-                            "calls and control flow on the right of `&&`/`||` are not on the compiled path yet",
-                        ));
+                    if !hoisted.is_empty() {
+                        let and = matches!(binary.op, syn::BinOp::And(_));
+                        return self.short_circuit(left, right, hoisted, and, span, out);
                     }
                     right
                 } else {
+
                     self.expr(&binary.right, out)?
                 };
                 if compare {
@@ -186,6 +192,64 @@ impl Lowerer {
         }
     }
 
+    /// `left && right` (`and`) or `left || right` whose right operand needs
+    /// the statements `hoisted` first: an `if` on `left` that runs them only
+    /// when `right` is evaluated.
+    fn short_circuit(
+        &mut self,
+        left: Expr,
+        right: Expr,
+        hoisted: Vec<crate::ir::Stmt>,
+        and: bool,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Expr> {
+        let temp = self.temp(span);
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: None,
+            },
+        ));
+        let assign = |this: &mut Self, value: Expr| {
+            this.stmt(
+                span,
+                StmtKind::Assign {
+                    place: crate::ir::Place::Var(temp),
+                    op: crate::ir::AssignOp::Set,
+                    value,
+                    first: true,
+                },
+            )
+        };
+        let mut evaluated = self.new_block();
+        evaluated.stmts = hoisted;
+        let right_assign = assign(self, right);
+        evaluated.stmts.push(right_assign);
+        let mut decided = self.new_block();
+        let constant: syn::LitBool = syn::LitBool::new(!and, span);
+        let decided_assign = assign(
+            self,
+            Expr::new(ExprKind::Lit(syn::Lit::Bool(constant)), span),
+        );
+        decided.stmts.push(decided_assign);
+        let (then, els) = if and {
+            (evaluated, decided)
+        } else {
+            (decided, evaluated)
+        };
+        out.push(self.stmt(
+            span,
+            StmtKind::If {
+                cond: left,
+                then,
+                els: Some(els),
+            },
+        ));
+        Ok(Expr::new(ExprKind::Var(temp), span))
+    }
+
     fn index(&mut self, index: &syn::ExprIndex, out: &mut Vec<crate::ir::Stmt>) -> Lowered<Expr> {
         let span = index.span();
         let base = match strip(&index.expr) {
@@ -232,6 +296,9 @@ impl Lowerer {
                 }
             }
         }
+        if let Some(lowered) = self.chain(call, out)? {
+            return Ok(lowered);
+        }
         let receiver_var = match strip(&call.receiver) {
             SynExpr::Path(path) if path.qself.is_none() => self.resolve_path(&path.path),
             _ => None,
@@ -263,9 +330,13 @@ impl Lowerer {
         }
         let path = &path.path;
         if path.segments.len() == 1 && self.resolve_path(path).is_some() {
+            if let Some(def) = self.closure_named(&call.func) {
+                let args: Vec<SynExpr> = call.args.iter().cloned().collect();
+                return self.call_closure(&def, &args, span, out);
+            }
             return Err(Unsupported::new(
                 span,
-                "calling a closure or function value is not on the compiled path yet",
+                "calling a function value is not on the compiled path yet",
             ));
         }
         let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();

@@ -18,6 +18,8 @@ use syn::{Ident, Lifetime};
 use super::{Block, Expr, Function, LoopId, LoopInfo, Origin, Stmt, StmtKind, Var, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 
+mod chains;
+mod closures;
 mod exprs;
 mod loops;
 mod opaque;
@@ -52,6 +54,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         next_temp: 0,
         next_block: 0,
         by_ref: HashSet::new(),
+        closures: closures::Closures::new(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -211,6 +214,8 @@ pub(super) struct Lowerer {
     /// Variables bound to a reference to an element (`for x in v.iter()`):
     /// `*x` reads the element.
     by_ref: HashSet<VarId>,
+    /// The closures of the body (inlined where called).
+    closures: closures::Closures,
 }
 
 impl Lowerer {

@@ -195,6 +195,12 @@ impl<'ast> Visit<'ast> for Reads<'_> {
     fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
         if path.qself.is_none() {
             if let Some(var) = self.lowerer.resolve_path(&path.path) {
+                if self.lowerer.vars[var].kind == crate::ir::VarKind::Closure {
+                    self.reject(
+                        path.span(),
+                        "a closure used in plain code (passed on, stored) is not on the compiled path yet",
+                    );
+                }
                 self.read(var);
             }
         }

@@ -90,6 +90,15 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = name.span();
+        if let SynExpr::Closure(closure) = strip(init) {
+            if mutable || annotation.is_some() {
+                return Err(Unsupported::new(
+                    span,
+                    "a `mut` or annotated closure variable is not on the compiled path yet",
+                ));
+            }
+            return self.define_closure(name, closure);
+        }
         let buffer = self.new_buffer(init)?;
         let array =
             buffer.is_some() && matches!(strip(init), SynExpr::Repeat(_) | SynExpr::Array(_));

@@ -1,0 +1,480 @@
+//! Iterator chains over buffers and ranges, lowered into loops:
+//!
+//! ```text
+//! x.iter().zip(w.iter()).map(|(a, b)| a * b).sum::<f64>()
+//! → let acc = -0.0; for i in 0..min(x.len(), w.len()) { let a = x[i]; let b = w[i]; acc += a * b; }
+//! ```
+//!
+//! Sources: `v.iter()` (`.copied()`, `.cloned()`), `&v`, a range `a..b`;
+//! adapters: `enumerate`, `zip`, `map`, `filter`, `rev`; reductions: `sum`,
+//! `product` (of reals), `fold`. The operations happen in the order the
+//! standard library's do (`sum` of floats starts from -0.0, `fold` applies
+//! its function left to right), so values are bit for bit the plain code's.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::Expr as SynExpr;
+
+use super::closures::{Bound, ClosureDef};
+use super::stmts::strip;
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::{
+    AssignOp, Expr, ExprKind, Math, Origin, Place, RangeIter, StmtKind, Var, VarId, VarKind,
+};
+
+/// Where a chain's items come from.
+enum Source {
+    /// The elements of buffers, zipped (one buffer without `zip`).
+    Buffers(Vec<VarId>),
+    /// The values of a range.
+    Range(Box<RangeIter>),
+}
+
+/// One step between the source and the reduction.
+enum Adapter {
+    Enumerate,
+    Map(Function),
+    Filter(Function),
+}
+
+/// A function given to an adapter or a fold.
+enum Function {
+    Closure(ClosureDef),
+    /// `f64::max`, `f64::sin`, ... (a math method by path).
+    Math(Math, syn::Path),
+}
+
+struct Chain {
+    source: Source,
+    adapters: Vec<Adapter>,
+    reversed: bool,
+}
+
+/// What an item is while the loop body is being built.
+#[derive(Clone)]
+enum Item {
+    /// An element of a buffer (a reference to it, for closures).
+    Element(Expr),
+    /// A value (an index, a mapped value).
+    Value(Expr),
+    Tuple(Vec<Item>),
+}
+
+impl Item {
+    fn bound(self) -> Bound {
+        match self {
+            Item::Element(e) => Bound::Ref(e),
+            Item::Value(e) => Bound::Value(e),
+            Item::Tuple(parts) => Bound::Tuple(parts.into_iter().map(Item::bound).collect()),
+        }
+    }
+
+    fn expr(self, span: Span) -> Lowered<Expr> {
+        match self {
+            Item::Element(e) | Item::Value(e) => Ok(e),
+            Item::Tuple(_) => Err(Unsupported::new(
+                span,
+                "reducing tuples is not on the compiled path yet: `map` them to a value first",
+            )),
+        }
+    }
+}
+
+/// The reduction ending a chain.
+enum Reduction {
+    Sum,
+    Product,
+    Fold {
+        init: Box<SynExpr>,
+        function: Box<Function>,
+    },
+}
+
+impl Lowerer {
+    /// `call` as a reduction of a chain, lowered into a loop whose value is
+    /// returned; `None` if `call` is not one deltad lowers (left to the
+    /// caller, which keeps it as plain code).
+    pub(super) fn chain(
+        &mut self,
+        call: &syn::ExprMethodCall,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<Expr>> {
+        let span = call.span();
+        let name = call.method.to_string();
+        let reduction = match name.as_str() {
+            "sum" | "product" if call.args.is_empty() => {
+                // Of reals only: an integer sum starts from 0, a float one
+                // from -0.0.
+                let real = match &call.turbofish {
+                    Some(turbofish) => {
+                        turbofish.args.len() == 1
+                            && matches!(turbofish.args.first(), Some(syn::GenericArgument::Type(ty)) if crate::signature::float_name(ty).is_some())
+                    }
+                    None => false,
+                };
+                if !real {
+                    return Ok(None);
+                }
+                if name == "sum" {
+                    Reduction::Sum
+                } else {
+                    Reduction::Product
+                }
+            }
+            "fold" if call.args.len() == 2 => {
+                let Some(function) = self.function(&call.args[1])? else {
+                    return Ok(None);
+                };
+                Reduction::Fold {
+                    init: Box::new(call.args[0].clone()),
+                    function: Box::new(function),
+                }
+            }
+            _ => return Ok(None),
+        };
+        let Some(chain) = self.parse_chain(&call.receiver)? else {
+            return Ok(None);
+        };
+        self.lower_chain(chain, reduction, span, out).map(Some)
+    }
+
+    /// A function argument: a closure literal, a closure variable, or a
+    /// math method by path (`f64::max`).
+    fn function(&self, expr: &SynExpr) -> Lowered<Option<Function>> {
+        if let Some(def) = self.closure_literal(expr)? {
+            return Ok(Some(Function::Closure(def)));
+        }
+        if let Some(def) = self.closure_named(expr) {
+            return Ok(Some(Function::Closure(def)));
+        }
+        if let SynExpr::Path(path) = strip(expr) {
+            let names: Vec<String> = path
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            if names.len() == 2 && crate::methods::is_float_type_name(&names[0]) {
+                if let Some(math) = Math::named(&names[1]) {
+                    return Ok(Some(Function::Math(math, path.path.clone())));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The source and adapters of the chain ending at `expr`.
+    fn parse_chain(&mut self, expr: &SynExpr) -> Lowered<Option<Chain>> {
+        let expr = strip(expr);
+        if let SynExpr::Range(range) = expr {
+            let (Some(start), Some(end)) = (&range.start, &range.end) else {
+                return Ok(None);
+            };
+            let mut hoisted = Vec::new();
+            let start = self.expr(start, &mut hoisted)?;
+            let end = self.expr(end, &mut hoisted)?;
+            if !hoisted.is_empty() {
+                return Ok(None);
+            }
+            return Ok(Some(Chain {
+                source: Source::Range(Box::new(RangeIter {
+                    start,
+                    end,
+                    inclusive: matches!(range.limits, syn::RangeLimits::Closed(_)),
+                    reversed: false,
+                })),
+                adapters: Vec::new(),
+                reversed: false,
+            }));
+        }
+        if let Some(var) = self.buffer_source(expr) {
+            return Ok(Some(Chain {
+                source: Source::Buffers(vec![var]),
+                adapters: Vec::new(),
+                reversed: false,
+            }));
+        }
+        let SynExpr::MethodCall(call) = expr else {
+            return Ok(None);
+        };
+        let name = call.method.to_string();
+        let Some(mut chain) = self.parse_chain(&call.receiver)? else {
+            return Ok(None);
+        };
+        match (name.as_str(), call.args.len()) {
+            ("iter" | "into_iter" | "copied" | "cloned", 0) => {}
+            ("rev", 0) if chain.adapters.is_empty() && !chain.reversed => chain.reversed = true,
+            ("enumerate", 0) => chain.adapters.push(Adapter::Enumerate),
+            ("zip", 1) if chain.adapters.is_empty() && !chain.reversed => {
+                let Source::Buffers(buffers) = &mut chain.source else {
+                    return Ok(None);
+                };
+                let Some(other) = self.zip_source(&call.args[0]) else {
+                    return Ok(None);
+                };
+                buffers.push(other);
+            }
+            ("map", 1) | ("filter", 1) => {
+                let Some(function) = self.function(&call.args[0])? else {
+                    return Ok(None);
+                };
+                chain.adapters.push(if name == "map" {
+                    Adapter::Map(function)
+                } else {
+                    Adapter::Filter(function)
+                });
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(chain))
+    }
+
+    /// A buffer as a source: `v` (a slice), `&v`.
+    fn buffer_source(&self, expr: &SynExpr) -> Option<VarId> {
+        let expr = match strip(expr) {
+            SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                strip(&reference.expr)
+            }
+            other => other,
+        };
+        let SynExpr::Path(path) = expr else {
+            return None;
+        };
+        let var = self.resolve_path(&path.path)?;
+        (self.kind(var) == VarKind::Buffer).then_some(var)
+    }
+
+    /// The buffer `zip` takes: `w.iter()`, `&w`, `w`, `w.iter().copied()`.
+    fn zip_source(&self, expr: &SynExpr) -> Option<VarId> {
+        match strip(expr) {
+            SynExpr::MethodCall(call)
+                if call.args.is_empty()
+                    && matches!(
+                        call.method.to_string().as_str(),
+                        "iter" | "into_iter" | "copied" | "cloned"
+                    ) =>
+            {
+                self.zip_source(&call.receiver)
+            }
+            other => self.buffer_source(other),
+        }
+    }
+
+    fn lower_chain(
+        &mut self,
+        chain: Chain,
+        reduction: Reduction,
+        span: Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Expr> {
+        // The accumulator, with its first value.
+        let accumulator = self.temp(span);
+        let init = match &reduction {
+            Reduction::Sum => Expr::new(
+                ExprKind::Neg(Box::new(Expr::new(
+                    ExprKind::Lit(syn::parse_quote!(0.0)),
+                    span,
+                ))),
+                span,
+            ),
+            Reduction::Product => Expr::new(ExprKind::Lit(syn::parse_quote!(1.0)), span),
+            Reduction::Fold { init, .. } => self.expr(init, out)?,
+        };
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: accumulator,
+                init: Some(init),
+            },
+        ));
+        let id = self.enter_loop(None, None);
+        let index = self.new_var(Var {
+            name: quote::format_ident!("__deltad_item{}", id, span = Span::mixed_site()),
+            mutable: false,
+            origin: Origin::LoopIndex,
+            kind: VarKind::Scalar,
+            array: false,
+            annotation: None,
+            span,
+        });
+        let body = self.with_scope(|this| {
+            let mut body = this.new_block();
+            let index_expr = || Expr::new(ExprKind::Var(index), span);
+            let mut item = match &chain.source {
+                Source::Range(_) => Item::Value(index_expr()),
+                Source::Buffers(buffers) => {
+                    let elements: Vec<Item> = buffers
+                        .iter()
+                        .map(|&b| {
+                            Item::Element(Expr::new(
+                                ExprKind::Elem(b, Box::new(index_expr())),
+                                span,
+                            ))
+                        })
+                        .collect();
+                    if elements.len() == 1 {
+                        elements.into_iter().next().expect("one element")
+                    } else {
+                        Item::Tuple(elements)
+                    }
+                }
+            };
+            // The adapters, innermost first; a filter wraps the rest of
+            // the body in its `if`.
+            let mut stmts = std::mem::take(&mut body.stmts);
+            let mut filters: Vec<(Expr, Vec<crate::ir::Stmt>)> = Vec::new();
+            for adapter in &chain.adapters {
+                match adapter {
+                    Adapter::Enumerate => {
+                        item = Item::Tuple(vec![Item::Value(index_expr()), item]);
+                    }
+                    Adapter::Map(function) => {
+                        let value = this.apply(function, vec![item], span, &mut stmts)?;
+                        item = Item::Value(value);
+                    }
+                    Adapter::Filter(function) => {
+                        let keep = this.apply(
+                            function,
+                            vec![by_reference(item.clone())],
+                            span,
+                            &mut stmts,
+                        )?;
+                        filters.push((keep, std::mem::take(&mut stmts)));
+                    }
+                }
+            }
+            match &reduction {
+                Reduction::Sum | Reduction::Product => {
+                    let op = if matches!(reduction, Reduction::Sum) {
+                        AssignOp::Add
+                    } else {
+                        AssignOp::Mul
+                    };
+                    let value = item.expr(span)?;
+                    stmts.push(this.stmt(
+                        span,
+                        StmtKind::Assign {
+                            place: Place::Var(accumulator),
+                            op,
+                            value,
+                            first: false,
+                        },
+                    ));
+                }
+                Reduction::Fold { function, .. } => {
+                    let acc = Item::Value(Expr::new(ExprKind::Var(accumulator), span));
+                    let value = this.apply(function, vec![acc, item], span, &mut stmts)?;
+                    stmts.push(this.stmt(
+                        span,
+                        StmtKind::Assign {
+                            place: Place::Var(accumulator),
+                            op: AssignOp::Set,
+                            value,
+                            first: false,
+                        },
+                    ));
+                }
+            }
+            // Wrap the statements after each filter in its `if`, innermost
+            // filter last.
+            while let Some((keep, before)) = filters.pop() {
+                let mut then = this.new_block();
+                then.stmts = stmts;
+                let mut wrapped = before;
+                wrapped.push(this.stmt(
+                    span,
+                    StmtKind::If {
+                        cond: keep,
+                        then,
+                        els: None,
+                    },
+                ));
+                stmts = wrapped;
+            }
+            body.stmts = stmts;
+            Ok(body)
+        });
+        self.exit_loop();
+        let body = body?;
+        let range = match chain.source {
+            Source::Range(mut range) => {
+                range.reversed = chain.reversed;
+                *range
+            }
+            Source::Buffers(buffers) => {
+                let mut end = Expr::new(ExprKind::Len(buffers[0]), span);
+                for &other in &buffers[1..] {
+                    end = Expr::new(
+                        ExprKind::Math {
+                            math: Math::named("min").expect("min is math"),
+                            args: vec![end, Expr::new(ExprKind::Len(other), span)],
+                            path_style: None,
+                        },
+                        span,
+                    );
+                }
+                let zero: syn::LitInt = syn::parse_quote!(0usize);
+                RangeIter {
+                    start: Expr::new(ExprKind::Lit(syn::Lit::Int(zero)), span),
+                    end,
+                    inclusive: false,
+                    reversed: chain.reversed,
+                }
+            }
+        };
+        out.push(self.stmt(
+            span,
+            StmtKind::For {
+                id,
+                var: Some(index),
+                range,
+                body,
+            },
+        ));
+        Ok(Expr::new(ExprKind::Var(accumulator), span))
+    }
+
+    /// `function` applied to `items` (its parameters, in order).
+    fn apply(
+        &mut self,
+        function: &Function,
+        items: Vec<Item>,
+        span: Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Expr> {
+        match function {
+            Function::Closure(def) => {
+                let bound = items.into_iter().map(Item::bound).collect();
+                self.inline(def, bound, span, out)
+            }
+            Function::Math(math, path) => {
+                if items.len() != math.arity() {
+                    return Err(Unsupported::new(
+                        span,
+                        "a math method given the wrong number of values",
+                    ));
+                }
+                let args = items
+                    .into_iter()
+                    .map(|item| item.expr(span))
+                    .collect::<Lowered<Vec<Expr>>>()?;
+                Ok(Expr::new(
+                    ExprKind::Math {
+                        math: *math,
+                        args,
+                        path_style: Some(path.clone()),
+                    },
+                    span,
+                ))
+            }
+        }
+    }
+}
+
+/// The item as `filter` sees it: a reference to it.
+fn by_reference(item: Item) -> Item {
+    match item {
+        Item::Value(e) => Item::Element(e),
+        other => other,
+    }
+}
