@@ -621,3 +621,104 @@ fn closures_and_iterator_chains() {
         check_gradient(|p| chains(p[0], &p[1..5], &p[5..]), &point, &got, "chains");
     }
 }
+
+/// The same function twice: compiled (`#[differentiate(compiled)]`) and on
+/// the tape, under the two names given.
+macro_rules! both {
+    ($compiled:ident, $tape:ident, fn ($($params:tt)*) -> $ret:ty $body:block) => {
+        #[differentiate(compiled)]
+        fn $compiled($($params)*) -> $ret $body
+        #[differentiate(tape)]
+        fn $tape($($params)*) -> $ret $body
+    };
+}
+
+// A stencil: `x[i - 1]`, `x[i]`, `x[i + 1]` (the neighbours read only where
+// they exist, so their indices are out of bounds at the ends where the
+// reads do not happen), and a read two ahead in a branch.
+both!(stencil, stencil_tape, fn(x: &[f64], k: f64) -> f64 {
+    let n = x.len();
+    let mut s = 0.0;
+    for i in 0..n {
+        let left = if i > 0 { x[i - 1] } else { 0.0 };
+        let right = if i + 1 < n { x[i + 1] } else { 0.0 };
+        s += (left - 2.0 * x[i] + right).powi(2) * k + x[i] * x[i].sin();
+        if i + 2 < n && x[i] > 0.0 {
+            s += x[i + 2] * x[i];
+        }
+    }
+    s
+});
+
+// A loop run backwards in the forward pass (so forwards in the adjoint).
+both!(backwards, backwards_tape, fn(x: &[f64]) -> f64 {
+    let mut s = 1.0;
+    for i in (1..x.len()).rev() {
+        s = s * 0.5 + x[i] * x[i - 1] + (x[i] - x[i - 1]).powi(2);
+    }
+    s
+});
+
+// An element read in an inner loop (its adjoint summed over the whole
+// inner loop), an inner loop that may not run, and an early exit.
+both!(nested_reads, nested_reads_tape, fn(w: &[f64], x: &[f64], m: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..w.len() {
+        for j in 0..m.min(x.len()) {
+            s += w[i] * x[j] * w[i];
+        }
+        if s > 40.0 {
+            break;
+        }
+        s += w[i].exp();
+    }
+    s
+});
+
+#[test]
+fn element_adjoints_kept_in_locals() {
+    let mut rng = Rng::new(17);
+    for n in [0, 1, 2, 3, 7] {
+        let x = rng.vec(n, -1.0, 1.0);
+        for k in [0.5, -2.0] {
+            let (g, t) = agree!(stencil, stencil_tape, (&x, k), "stencil");
+            same(&g.x, &t.x, "stencil x");
+            same(&[g.k], &[t.k], "stencil k");
+            let mut point = x.clone();
+            point.push(k);
+            let mut got = g.x.clone();
+            got.push(g.k);
+            check_gradient(|p| stencil(&p[..n], p[n]), &point, &got, "stencil");
+        }
+        if n > 0 {
+            let (g, t) = agree!(backwards, backwards_tape, (&x), "backwards");
+            same(&g.x, &t.x, "backwards x");
+            check_gradient(|p| backwards(p), &x, &g.x, "backwards");
+        }
+    }
+    let (w, x) = (rng.vec(5, -1.0, 1.5), rng.vec(4, -1.0, 1.0));
+    for m in [0, 2, 4, 9] {
+        let (g, t) = agree!(nested_reads, nested_reads_tape, (&w, &x, m), "nested");
+        same(&g.w, &t.w, "nested w");
+        same(&g.x, &t.x, "nested x");
+        let mut point = w.clone();
+        point.extend(&x);
+        let mut got = g.w.clone();
+        got.extend(&g.x);
+        check_gradient(
+            |p| nested_reads(&p[..5], &p[5..], m),
+            &point,
+            &got,
+            "nested",
+        );
+    }
+    // Large values: the early exit is taken.
+    let big = vec![3.0; 5];
+    let (g, t) = agree!(
+        nested_reads,
+        nested_reads_tape,
+        (&big, &x, 4),
+        "nested exit"
+    );
+    same(&g.w, &t.w, "nested exit w");
+}

@@ -525,9 +525,34 @@ fn hidden_before_the_block_ends(x: f64, y: f64) -> f64 {
     w * x
 }
 
+/// Found as program p104 of `--seed 7` (seed 193579200847519953) on the
+/// compiled path: an iterator chain lowered into a loop summed into an
+/// accumulator without a type, so when every term was a constant
+/// (`.map(|_| -0.84)`) the sum was an ambiguous `{float}` and a method
+/// called on it (`.clamp(..)`) did not compile. The accumulator now has the
+/// type of the `sum::<f64>()`.
+#[differentiate(compiled)]
+fn constant_terms_of_a_chain(x: f64, s: &[f64]) -> f64 {
+    let c = s.iter().map(|_| -0.84).sum::<f64>().clamp(-0.53, 0.35);
+    x * c + s.iter().map(|&u| u * x).sum::<f64>().sin()
+}
+
 #[test]
 fn compiled_path_regressions() {
+    let s = [0.4, -1.1, 0.25];
     for x in [-0.8, 0.3, 1.1] {
+        let (value, g) = constant_terms_of_a_chain::value_and_grad(x, &s);
+        assert_eq!(value, constant_terms_of_a_chain(x, &s));
+        let mut point = vec![x];
+        point.extend(s);
+        let mut got = vec![g.x];
+        got.extend(&g.s);
+        check_gradient(
+            |p| constant_terms_of_a_chain(p[0], &p[1..]),
+            &point,
+            &got,
+            "chain of constants",
+        );
         let (value, g) = annotated_constant_buffer::value_and_grad(x);
         assert_eq!(value, annotated_constant_buffer(x));
         check_gradient(|p| annotated_constant_buffer(p[0]), &[x], &[g.x], "buffer");

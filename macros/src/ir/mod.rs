@@ -349,43 +349,53 @@ impl Expr {
     }
 
     /// Calls `f` on this expression and every subexpression.
-    pub(crate) fn each_subexpr(&self, f: &mut dyn FnMut(&Expr)) {
+    pub(crate) fn each_subexpr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
         f(self);
+        for child in self.children() {
+            child.each_subexpr(f);
+        }
+    }
+
+    /// The direct subexpressions, in evaluation order (the bounds of buffer
+    /// ranges included).
+    pub(crate) fn children(&self) -> Vec<&Expr> {
+        let mut out = Vec::new();
         match &self.kind {
             ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Len(_) | ExprKind::Opaque { .. } => {}
-            ExprKind::Neg(a) | ExprKind::Not(a) | ExprKind::Cast(a, _) => a.each_subexpr(f),
+            ExprKind::Neg(a) | ExprKind::Not(a) | ExprKind::Cast(a, _) => out.push(&**a),
             ExprKind::Arith(_, a, b) | ExprKind::Compare(_, a, b) | ExprKind::Logic(_, a, b) => {
-                a.each_subexpr(f);
-                b.each_subexpr(f);
+                out.push(&**a);
+                out.push(&**b);
             }
-            ExprKind::Math { args, .. } => args.iter().for_each(|a| a.each_subexpr(f)),
-            ExprKind::Elem(_, index) => index.each_subexpr(f),
+            ExprKind::Math { args, .. } => out.extend(args),
+            ExprKind::Elem(_, index) => out.push(&**index),
             ExprKind::Call(call) => {
                 for arg in &call.args {
                     match arg {
-                        CallArg::Value(e) | CallArg::Plain(e) => e.each_subexpr(f),
-                        CallArg::Buffer(b) => b.each_subexpr(f),
+                        CallArg::Value(e) | CallArg::Plain(e) => out.push(e),
+                        CallArg::Buffer(b) => b.each_bound(&mut |e| out.push(e)),
                     }
                 }
             }
-            ExprKind::Primitive(_, buffers) => buffers.iter().for_each(|b| b.each_subexpr(f)),
+            ExprKind::Primitive(_, buffers) => {
+                for b in buffers {
+                    b.each_bound(&mut |e| out.push(e));
+                }
+            }
             ExprKind::NewBuffer(new) => match new {
                 NewBuffer::Repeat { elem, len } => {
-                    elem.each_subexpr(f);
-                    len.each_subexpr(f);
+                    out.push(&**elem);
+                    out.push(&**len);
                 }
-                NewBuffer::List(elems) => elems.iter().for_each(|e| e.each_subexpr(f)),
+                NewBuffer::List(elems) => out.extend(elems),
             },
         }
+        out
     }
 }
 
 impl BufferRef {
-    fn each_subexpr(&self, f: &mut dyn FnMut(&Expr)) {
-        self.each_bound(&mut |e| e.each_subexpr(f));
-    }
-
-    fn each_bound(&self, f: &mut dyn FnMut(&Expr)) {
+    fn each_bound<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
         if let Some((start, end)) = &self.range {
             for bound in [start, end].into_iter().flatten() {
                 f(bound);

@@ -14,6 +14,7 @@ use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
 use super::forward::{count_local, decision_local};
+use super::promote::Rolled;
 use super::values::Side;
 use super::{names, sink, Passes};
 use crate::analyze::{Establish, LoopPlan};
@@ -126,7 +127,7 @@ impl Passes<'_> {
             }
         }
         let depth = visible.len();
-        let segments = self.segment(block, 0, true, visible);
+        let segments = self.with_promoted(block, || self.segment(block, 0, true, visible));
         visible.truncate(depth);
         quote!({ #(#items)* #code #(#adjoints)* #segments })
     }
@@ -366,17 +367,36 @@ impl Passes<'_> {
                 if let Some(name) = &index_name {
                     visible.push(name.to_string());
                 }
-                let body = self.rev_block(body, visible);
+                let windowed = match var {
+                    Some(index)
+                        if plan.loops[*id] == LoopPlan::Reversed && plan.index_needed[*id] =>
+                    {
+                        Some(*index)
+                    }
+                    _ => None,
+                };
+                let (body, rolled) = match windowed {
+                    Some(index) => self.with_windows(index, body, !range.reversed, || {
+                        self.rev_block(body, visible)
+                    }),
+                    None => (self.rev_block(body, visible), Default::default()),
+                };
                 visible.truncate(depth);
                 match plan.loops[*id] {
                     LoopPlan::Reversed => {
+                        let reversed = range.reversed;
                         let range = self.range(range, Side::Adjoint);
-                        let walk = if range_reversed(range.clone(), &stmt.kind) {
+                        let walk = if reversed {
                             range
                         } else {
                             quote!(#range.rev())
                         };
-                        quote!(for #pattern in #walk { #body })
+                        let Rolled {
+                            before,
+                            each,
+                            after,
+                        } = rolled;
+                        quote!({ #before for #pattern in #walk { #body #each } #after })
                     }
                     LoopPlan::Counted => {
                         let count = count_local(*id);
@@ -467,21 +487,7 @@ impl Passes<'_> {
             _ => {
                 let mut adjoint_expr = ExprAdjoint::new(self);
                 adjoint_expr.propagate(init, quote!(#adjoint));
-                self.guarded(quote!(#adjoint), adjoint_expr.finish())
-            }
-        }
-    }
-
-    /// `statements`, skipped when the adjoint `adjoint` is exactly zero
-    /// (as the tape skips a binding with a zero adjoint: a zero adjoint
-    /// times an infinite partial contributes nothing).
-    fn guarded(&self, adjoint: TokenStream, statements: TokenStream) -> TokenStream {
-        if statements.is_empty() {
-            return statements;
-        }
-        quote! {
-            if !::deltad::__private::Scalar::is_zero(&#adjoint) {
-                #statements
+                adjoint_expr.finish_guarded(quote!(#adjoint))
             }
         }
     }
@@ -599,16 +605,22 @@ impl Passes<'_> {
                     adjoint_expr.propagate(value, quote!(#t));
                     (
                         quote!(let #t: #s = #target_adjoint; #target_adjoint = #zero;),
-                        adjoint_expr.finish(),
+                        adjoint_expr.finish_guarded(quote!(#t)),
                     )
                 }
                 AssignOp::Add => {
                     adjoint_expr.propagate(value, quote!(#t));
-                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
+                    (
+                        quote!(let #t: #s = #target_adjoint;),
+                        adjoint_expr.finish_guarded(quote!(#t)),
+                    )
                 }
                 AssignOp::Sub => {
                     adjoint_expr.propagate(value, quote!((-#t)));
-                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
+                    (
+                        quote!(let #t: #s = #target_adjoint;),
+                        adjoint_expr.finish_guarded(quote!(#t)),
+                    )
                 }
                 AssignOp::Mul | AssignOp::Div | AssignOp::Rem => {
                     // target = old ∘ value: the target's adjoint is scaled
@@ -619,6 +631,9 @@ impl Passes<'_> {
                         format_ident!("__deltad_d_old", span = Span::mixed_site()),
                         format_ident!("__deltad_d_value", span = Span::mixed_site()),
                     );
+                    if op != AssignOp::Mul {
+                        adjoint_expr.mark_singular();
+                    }
                     let rule = match op {
                         AssignOp::Mul => quote!((#w, #old)),
                         AssignOp::Div => quote! {{
@@ -640,12 +655,11 @@ impl Passes<'_> {
                     };
                     (
                         quote!(let #t: #s = #target_adjoint; let #old: #s = #old_value;),
-                        adjoint_expr.finish(),
+                        adjoint_expr.finish_guarded(quote!(#t)),
                     )
                 }
             };
-            let guarded = self.guarded(quote!(#t), propagate);
-            quote!(#take #guarded)
+            quote!(#take #propagate)
         } else {
             TokenStream::new()
         };
@@ -657,10 +671,4 @@ impl Passes<'_> {
 /// The local holding where block `id` was left.
 fn code_local(id: crate::ir::BlockId) -> syn::Ident {
     format_ident!("__deltad_code{}", id, span = Span::mixed_site())
-}
-
-/// True if the forward loop of `kind` walked its range backwards (the
-/// adjoint then walks it forwards).
-fn range_reversed(_range: TokenStream, kind: &StmtKind) -> bool {
-    matches!(kind, StmtKind::For { range, .. } if range.reversed)
 }

@@ -20,6 +20,10 @@ pub(crate) struct ExprAdjoint<'p, 'a> {
     /// The local holding each evaluated subexpression, by node.
     values: HashMap<*const Expr, TokenStream>,
     next: usize,
+    /// A partial of the statements can be infinite where the value it
+    /// belongs to is finite (`sqrt` at 0, a division): see
+    /// [`finish_guarded`](Self::finish_guarded).
+    singular: bool,
 }
 
 impl<'p, 'a> ExprAdjoint<'p, 'a> {
@@ -29,6 +33,7 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             statements: Vec::new(),
             values: HashMap::new(),
             next: 0,
+            singular: false,
         }
     }
 
@@ -39,6 +44,32 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
     pub(crate) fn finish(self) -> TokenStream {
         let statements = self.statements;
         quote!(#(#statements)*)
+    }
+
+    /// Marks the statements as multiplying by a partial that can be
+    /// infinite at a finite value.
+    pub(crate) fn mark_singular(&mut self) {
+        self.singular = true;
+    }
+
+    /// The statements, skipped when `adjoint` (the adjoint they propagate)
+    /// is exactly zero if one of their partials can be infinite where its
+    /// operation's value is finite: a zero adjoint then contributes
+    /// nothing, as the tape skips a binding whose adjoint is zero (`0.0 *
+    /// s` with `let s = x.sqrt();` has derivative 0 at 0, not NaN). Other
+    /// partials are finite wherever the values are, so the test would only
+    /// cost time (and keep the optimiser from combining the additions).
+    pub(crate) fn finish_guarded(self, adjoint: TokenStream) -> TokenStream {
+        let singular = self.singular;
+        let statements = self.finish();
+        if statements.is_empty() || !singular {
+            return statements;
+        }
+        quote! {
+            if !::deltad::__private::Scalar::is_zero(&#adjoint) {
+                #statements
+            }
+        }
     }
 
     fn fresh(&mut self, prefix: &str) -> syn::Ident {
@@ -105,6 +136,10 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 self.statements.push(quote!(#target += #adjoint;));
             }
             ExprKind::Elem(var, index) => {
+                if let Some(local) = passes.promoted(*var, index) {
+                    self.statements.push(quote!(#local += #adjoint;));
+                    return;
+                }
                 let index = self.value_of(index);
                 let target = passes.adjoint(*var);
                 if passes.is_param(*var) {
@@ -139,6 +174,7 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 }
             }
             ExprKind::Arith(ArithOp::Div, a, b) => {
+                self.singular = true;
                 let vb = self.scalar_value_of(b);
                 let quotient = self.fresh("q");
                 let s = &passes.scalar;
@@ -153,6 +189,7 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 }
             }
             ExprKind::Arith(ArithOp::Rem, a, b) => {
+                self.singular = true;
                 let (va, vb) = (self.scalar_value_of(a), self.scalar_value_of(b));
                 let (da, db) = (self.fresh("d"), self.fresh("d"));
                 self.statements.push(quote! {
@@ -166,6 +203,7 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 if math.rule == Rule::Constant {
                     return;
                 }
+                self.singular |= math.singular();
                 let values: Vec<TokenStream> = args
                     .iter()
                     .enumerate()

@@ -310,7 +310,12 @@ impl Passes<'_> {
                     }
                     None => quote!(_),
                 };
-                let range = self.range(range, Side::Forward);
+                let range = if range.reversed {
+                    let range = self.range(range, Side::Forward);
+                    quote!(#range.rev())
+                } else {
+                    self.range(range, Side::Forward)
+                };
                 if let Some((reals, words)) = self.room_per_iteration(stmt) {
                     // Room for every push of the loop, reserved before it.
                     let walk = format_ident!("__deltad_walk", span = Span::mixed_site());

@@ -22,6 +22,7 @@ use crate::signature::{ParamKind, Signature};
 mod adjoint;
 mod adjoint_expr;
 mod forward;
+mod promote;
 mod reserve;
 mod values;
 
@@ -43,6 +44,13 @@ pub(crate) struct Passes<'a> {
     /// True while emitting a loop that reserved room for its pushes
     /// (`reserve.rs`): pushes go to the room instead of the record.
     pub in_room: std::cell::Cell<bool>,
+    /// The element adjoints the blocks being emitted keep in locals
+    /// (`promote.rs`), outermost first.
+    pub promoted: std::cell::RefCell<Vec<promote::Promoted>>,
+    /// The stencil windows of the loops being emitted (`promote.rs`).
+    pub windows: std::cell::RefCell<Vec<promote::Window>>,
+    /// A counter for generated locals unique in the function.
+    pub next_local: std::cell::Cell<usize>,
 }
 
 /// Generated names (mixed-site: they never meet the user's).
@@ -83,6 +91,9 @@ impl<'a> Passes<'a> {
             scalar: Ident::new("__DeltadS", Span::call_site()),
             prim: signature.precision.ident(Span::call_site()),
             in_room: std::cell::Cell::new(false),
+            promoted: std::cell::RefCell::new(Vec::new()),
+            windows: std::cell::RefCell::new(Vec::new()),
+            next_local: std::cell::Cell::new(0),
         }
     }
 

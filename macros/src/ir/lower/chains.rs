@@ -82,8 +82,10 @@ impl Item {
 
 /// The reduction ending a chain.
 enum Reduction {
-    Sum,
-    Product,
+    /// Of reals of the float type given (the accumulator's type, as the
+    /// turbofish `sum::<f64>()` gives it).
+    Sum(syn::Type),
+    Product(syn::Type),
     Fold {
         init: Box<SynExpr>,
         function: Box<Function>,
@@ -105,20 +107,24 @@ impl Lowerer {
             "sum" | "product" if call.args.is_empty() => {
                 // Of reals only: an integer sum starts from 0, a float one
                 // from -0.0.
-                let real = match &call.turbofish {
-                    Some(turbofish) => {
-                        turbofish.args.len() == 1
-                            && matches!(turbofish.args.first(), Some(syn::GenericArgument::Type(ty)) if crate::signature::float_name(ty).is_some())
-                    }
-                    None => false,
+                let float = match &call.turbofish {
+                    Some(turbofish) if turbofish.args.len() == 1 => match turbofish.args.first() {
+                        Some(syn::GenericArgument::Type(ty))
+                            if crate::signature::float_name(ty).is_some() =>
+                        {
+                            Some(ty.clone())
+                        }
+                        _ => None,
+                    },
+                    _ => None,
                 };
-                if !real {
+                let Some(float) = float else {
                     return Ok(None);
-                }
+                };
                 if name == "sum" {
-                    Reduction::Sum
+                    Reduction::Sum(float)
                 } else {
-                    Reduction::Product
+                    Reduction::Product(float)
                 }
             }
             "fold" if call.args.len() == 2 => {
@@ -269,15 +275,18 @@ impl Lowerer {
     ) -> Lowered<Expr> {
         // The accumulator, with its first value.
         let accumulator = self.temp(span);
+        if let Reduction::Sum(float) | Reduction::Product(float) = &reduction {
+            self.vars[accumulator].annotation = Some(float.clone());
+        }
         let init = match &reduction {
-            Reduction::Sum => Expr::new(
+            Reduction::Sum(_) => Expr::new(
                 ExprKind::Neg(Box::new(Expr::new(
                     ExprKind::Lit(syn::parse_quote!(0.0)),
                     span,
                 ))),
                 span,
             ),
-            Reduction::Product => Expr::new(ExprKind::Lit(syn::parse_quote!(1.0)), span),
+            Reduction::Product(_) => Expr::new(ExprKind::Lit(syn::parse_quote!(1.0)), span),
             Reduction::Fold { init, .. } => self.expr(init, out)?,
         };
         out.push(self.stmt(
@@ -344,8 +353,8 @@ impl Lowerer {
                 }
             }
             match &reduction {
-                Reduction::Sum | Reduction::Product => {
-                    let op = if matches!(reduction, Reduction::Sum) {
+                Reduction::Sum(_) | Reduction::Product(_) => {
+                    let op = if matches!(reduction, Reduction::Sum(_)) {
                         AssignOp::Add
                     } else {
                         AssignOp::Mul
