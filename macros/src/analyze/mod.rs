@@ -6,6 +6,7 @@
 pub(crate) mod activity;
 pub(crate) mod positions;
 pub(crate) mod reverse;
+pub(crate) mod saves;
 pub(crate) mod types;
 
 use crate::ir::{Function, Unsupported};

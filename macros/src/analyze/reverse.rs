@@ -57,6 +57,10 @@ pub(crate) struct Plan {
     /// Per local buffer whose length the adjoint reads without its values.
     pub establish_len: Vec<Establish>,
     pub restored: Vec<bool>,
+    /// Per statement: a write that keeps the value it overwrites for the
+    /// adjoint (of a restored variable, unless undone by arithmetic or not
+    /// needed: `saves.rs`).
+    pub saves: Vec<bool>,
     /// Per statement: an integer `+= k`/`-= k` the adjoint undoes.
     pub inverted: Vec<bool>,
     /// Per statement (`if`): the decision is kept (else evaluated again).
@@ -118,6 +122,7 @@ pub(crate) fn plan(
             establish: vec![Establish::None; vars],
             establish_len: vec![Establish::None; vars],
             restored: vec![false; vars],
+            saves: vec![false; stmts],
             inverted: vec![false; stmts],
             push_decision: vec![false; stmts],
             loops: vec![LoopPlan::Reversed; function.loops.len()],
@@ -144,6 +149,14 @@ pub(crate) fn plan(
     planner.statement_reads();
     planner.settle()?;
     planner.restore()?;
+    let value_reads: Vec<(VarId, StmtId)> = planner
+        .reads
+        .iter()
+        .filter(|r| !r.length)
+        .map(|r| (r.var, r.at))
+        .collect();
+    planner.plan.saves =
+        crate::analyze::saves::decide(function, &planner.plan, &value_reads, positions);
     Ok(planner.plan)
 }
 

@@ -571,15 +571,15 @@ impl Passes<'_> {
             }
         };
         // Put the old value back first: the partials read it.
-        let restore = if plan.restored[var] && !first {
-            if plan.inverted[stmt] {
-                let inverse = match op {
-                    AssignOp::Add => quote!(-=),
-                    _ => quote!(+=),
-                };
-                let value = self.value(value, Side::Adjoint);
-                quote!(#target #inverse #value;)
-            } else if self.active(var) {
+        let restore = if plan.inverted[stmt] && !first {
+            let inverse = match op {
+                AssignOp::Add => quote!(-=),
+                _ => quote!(+=),
+            };
+            let value = self.value(value, Side::Adjoint);
+            quote!(#target #inverse #value;)
+        } else if plan.saves[stmt] {
+            if self.active(var) {
                 let pop = self.pop_real();
                 quote!(#target = #pop;)
             } else {

@@ -226,11 +226,8 @@ impl Passes<'_> {
                 init: Some(init),
             } => self.fwd_let(*var, init),
             StmtKind::Assign {
-                place,
-                op,
-                value,
-                first,
-            } => self.fwd_assign(stmt.id, place, *op, value, *first),
+                place, op, value, ..
+            } => self.fwd_assign(stmt.id, place, *op, value),
             StmtKind::If { cond, then, els } => {
                 let cond = self.value(cond, Side::Forward);
                 frames.push(Frame::If {
@@ -555,7 +552,6 @@ impl Passes<'_> {
         place: &Place,
         op: AssignOp,
         value: &crate::ir::Expr,
-        first: bool,
     ) -> TokenStream {
         let plan = &self.analysis.plan;
         let var = place.var();
@@ -566,7 +562,7 @@ impl Passes<'_> {
             self.value(value, Side::Forward)
         };
         let op = assign_op(op);
-        let save = plan.restored[var] && !first && !plan.inverted[stmt];
+        let save = plan.saves[stmt];
         // The value first: `x[i] += x[j]` on a scalar type with operator
         // traits would borrow `x` mutably before reading it.
         let new = format_ident!("__deltad_value", span = Span::mixed_site());

@@ -75,9 +75,9 @@ impl Passes<'_> {
                 (0, 0)
             }
             StmtKind::Let { .. } | StmtKind::Effect(_) => (0, 0),
-            StmtKind::Assign { place, first, .. } => {
+            StmtKind::Assign { place, .. } => {
                 let var = place.var();
-                let saved = plan.restored[var] && !first && !plan.inverted[stmt.id];
+                let saved = plan.saves[stmt.id];
                 match (saved, place, self.active(var)) {
                     (false, _, _) => (0, 0),
                     (true, Place::Var(_), true) | (true, Place::Elem(..), true) => (1, 0),
