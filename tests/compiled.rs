@@ -783,3 +783,194 @@ fn scratch_buffers_keep_only_what_the_adjoint_reads() {
         scratch::tape_stats(&w, &x, d).reals - scratch::tape_stats(&w, &x[..9 * d], d).reals;
     assert_eq!(per_point, 19);
 }
+
+// Buffer results: `Vec` and arrays, from new buffers, buffer variables,
+// calls, branches and early returns; whole-buffer assignments (one that
+// changes the length too); array literals with differentiated elements as
+// arguments; a compiled function calling a function on the tape that
+// returns a buffer, and the tape variants calling compiled ones.
+
+#[differentiate(compiled)]
+fn slope(x: &[f64], y: &[f64]) -> Vec<f64> {
+    let mut z = vec![0.0; x.len()];
+    z[0] = x[0];
+    for i in 1..x.len() {
+        z[i] = x[i] * y[i - 1];
+    }
+    z
+}
+
+#[differentiate(tape)]
+fn halve(y: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; y.len()];
+    for i in 0..y.len() {
+        out[i] = 0.5 * y[i] * y[i].cos();
+    }
+    out
+}
+
+both!(step, step_tape, fn(x: &[f64], y: &[f64], h: f64) -> Vec<f64> {
+    let n = y.len();
+    let k1 = slope(x, y);
+    let mut stage = vec![0.0; n];
+    for i in 0..n {
+        stage[i] = y[i] + h / 2.0 * k1[i];
+    }
+    let k2 = slope(x, &stage);
+    let mut next = vec![0.0; n];
+    for i in 0..n {
+        next[i] = y[i] + h * (k1[i] + k2[i]) / 2.0;
+    }
+    if h > 1.0 {
+        return halve(&next);
+    }
+    next
+});
+
+both!(solve, solve_tape, fn(x: &[f64], s: usize) -> Vec<f64> {
+    let h = 2.0 / s as f64;
+    let mut y = vec![0.0; x.len()];
+    for _ in 0..s {
+        let next = step(x, &y, h);
+        y = next;
+    }
+    let scale = if y[0] > 0.0 { vec![y[0], 2.0] } else { vec![1.0, y[0], 3.0] };
+    let mut out = y.clone();
+    out[0] *= scale[0];
+    out = scale;
+    out[0] *= y[y.len() - 1];
+    out
+});
+
+#[differentiate(compiled)]
+fn rotate(r: &[f64; 3], x: &[f64; 3]) -> [f64; 3] {
+    let t = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    if t != 0.0 {
+        let theta = t.sqrt();
+        let (c, s) = (theta.cos(), theta.sin());
+        let w = [r[0] / theta, r[1] / theta, r[2] / theta];
+        let cross = [
+            w[1] * x[2] - w[2] * x[1],
+            w[2] * x[0] - w[0] * x[2],
+            w[0] * x[1] - w[1] * x[0],
+        ];
+        let dot = w[0] * x[0] + w[1] * x[1] + w[2] * x[2];
+        [
+            x[0] * c + cross[0] * s + w[0] * dot * (1.0 - c),
+            x[1] * c + cross[1] * s + w[1] * dot * (1.0 - c),
+            x[2] * c + cross[2] * s + w[2] * dot * (1.0 - c),
+        ]
+    } else {
+        [x[0] + r[1] * x[2] - r[2] * x[1], x[1], x[2]]
+    }
+}
+
+both!(project, project_tape, fn(cam: &[f64; 6], x: &[f64; 3], w: f64) -> [f64; 2] {
+    let centred = [x[0] - cam[3], x[1] - cam[4], x[2] - cam[5]];
+    let rotated = rotate(&[cam[0], cam[1], cam[2]], &centred);
+    [w * rotated[0] / rotated[2], w * rotated[1] / rotated[2]]
+});
+
+/// The Jacobians of `$compiled` and `$tape` at the given arguments agree;
+/// `$flat` flattens a `Grad` `$g` (of either) for the comparison.
+macro_rules! same_jacobians {
+    ($compiled:ident, $tape:ident, ($($arg:expr),*), |$g:ident| $flat:expr) => {{
+        let (value, rows) = $compiled::jacobian($($arg),*);
+        let (tape_value, tape_rows) = $tape::jacobian($($arg),*);
+        assert_eq!(value, $compiled($($arg),*));
+        assert_eq!(value, tape_value);
+        assert_eq!(rows.len(), tape_rows.len());
+        for (row, tape_row) in rows.iter().zip(&tape_rows) {
+            let ours = { let $g = row; $flat };
+            let theirs = { let $g = tape_row; $flat };
+            same(&ours, &theirs, stringify!($compiled));
+        }
+        rows
+    }};
+}
+
+#[test]
+fn buffer_results() {
+    let x = [0.3, -0.5, 0.7, 1.1];
+    let y = [0.2, 0.1, -0.4, 0.9];
+    for h in [0.1, 1.5] {
+        let rows = same_jacobians!(step, step_tape, (&x, &y, h), |g| {
+            let mut flat = g.x.clone();
+            flat.extend(&g.y);
+            flat.push(g.h);
+            flat
+        });
+        // Row i against finite differences of output i.
+        let mut point = x.to_vec();
+        point.extend(y);
+        point.push(h);
+        for (i, row) in rows.iter().enumerate() {
+            let mut got = row.x.clone();
+            got.extend(&row.y);
+            got.push(row.h);
+            check_gradient(|p| step(&p[..4], &p[4..8], p[8])[i], &point, &got, "step");
+        }
+        // jvp against the Jacobian.
+        let tangent = step::Grad {
+            x: vec![0.3, 0.1, -0.2, 0.5],
+            y: vec![1.0, -1.0, 0.5, 0.25],
+            h: 0.7,
+        };
+        let (value, dot) = step::jvp(&x, &y, h, &tangent);
+        assert_eq!(value, step(&x, &y, h));
+        let expected: Vec<f64> = rows
+            .iter()
+            .map(|r| {
+                let mut sum = r.h * tangent.h;
+                for k in 0..4 {
+                    sum += r.x[k] * tangent.x[k] + r.y[k] * tangent.y[k];
+                }
+                sum
+            })
+            .collect();
+        same(&dot, &expected, "step jvp");
+    }
+    for (s, input) in [(3, [-0.3, 0.2, 0.4, 0.6]), (6, [0.3, 0.2, 0.4, 0.6])] {
+        // Results of 3 and 2 reals (the two branches).
+        let seed: Vec<f64> = (0..solve(&input, s).len())
+            .map(|k| 0.5 - k as f64)
+            .collect();
+        let (value, g) = solve::vjp(&input, s, &seed);
+        let (tape_value, t) = solve_tape::vjp(&input, s, &seed);
+        assert_eq!(value, tape_value);
+        same(&g.x, &t.x, "solve vjp");
+        let f = |p: &[f64]| {
+            let out = solve(p, s);
+            out.iter().zip(&seed).map(|(a, b)| a * b).sum::<f64>()
+        };
+        check_gradient(f, &input, &g.x, "solve");
+    }
+    let cam = [0.1, -0.2, 0.3, 0.5, 0.4, -2.0];
+    for w in [0.9, -1.3] {
+        let rows = same_jacobians!(project, project_tape, (&cam, &[0.3, 0.2, 1.5], w), |g| {
+            let mut flat = g.cam.to_vec();
+            flat.extend(g.x);
+            flat.push(g.w);
+            flat
+        });
+        assert_eq!(rows.len(), 2);
+    }
+    // Zero rotation: the other branch.
+    same_jacobians!(
+        project,
+        project_tape,
+        (&[0.0, 0.0, 0.0, 0.5, 0.4, -2.0], &[0.3, 0.2, 1.5], 1.0),
+        |g| {
+            let mut flat = g.cam.to_vec();
+            flat.extend(g.x);
+            flat
+        }
+    );
+}
+
+#[test]
+#[should_panic(expected = "the seed has 3 reals but the result has 4")]
+fn a_seed_of_the_wrong_length_is_an_error() {
+    let x = [0.3, -0.5, 0.7, 1.1];
+    let _ = slope::vjp(&x, &x, &vec![1.0, 2.0, 3.0]);
+}

@@ -197,7 +197,7 @@ fn compile(
     if !emit::has_compiled_convention(signature) {
         return Err((
             None,
-            "its parameters or result are not on the compiled path yet (it takes reals, slices, `Vec`s and arrays of reals and plain values, and returns a real)".to_string(),
+            "its parameters or result are not on the compiled path yet (it takes reals, slices, `Vec`s and arrays of reals and plain values, and returns a real, or a `Vec` or array of reals)".to_string(),
         ));
     }
     let mut body = target.function.block.clone();

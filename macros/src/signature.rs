@@ -164,7 +164,37 @@ pub(crate) struct Signature {
     pub where_clause: Option<syn::WhereClause>,
 }
 
+/// A result that is a buffer of reals: `Vec<f64>` or `[f64; N]` (`f32`
+/// too).
+#[derive(Clone)]
+pub(crate) enum BufferOutput {
+    Vec,
+    Array(Expr),
+}
+
 impl Signature {
+    /// The output as a buffer of reals, if it is one.
+    pub(crate) fn buffer_output(&self) -> Option<BufferOutput> {
+        let Output::Structured(ty) = &self.output else {
+            return None;
+        };
+        let mut ty: &Type = ty;
+        while let Type::Group(syn::TypeGroup { elem, .. })
+        | Type::Paren(syn::TypeParen { elem, .. }) = ty
+        {
+            ty = elem;
+        }
+        if vec_of_float(ty) {
+            return Some(BufferOutput::Vec);
+        }
+        match ty {
+            Type::Array(array) if float_name(&array.elem).is_some() => {
+                Some(BufferOutput::Array(array.len.clone()))
+            }
+            _ => None,
+        }
+    }
+
     /// True if a parameter is a function: then only the recording pass is
     /// generated (see `functions.rs`).
     pub(crate) fn takes_functions(&self) -> bool {

@@ -123,9 +123,10 @@ pub mod __private {
         checkpointed_call, CheckpointRecorder, OwnedConstant, Rerun, Step,
     };
     pub use crate::compiled::{
-        lifted, machine_value, with_stack, ArrayParam, Bits, Discard, NoRecord, PassActive,
-        PassConstant, PlainParam, RealParam, Record, Reserved, ScalarSink, SliceParam, SliceSink,
-        Stack,
+        lift_buffer, lifted, machine_value, recorded_values, result_ids, seed_buffer_and_sweep,
+        seed_of, split_dual, with_stack, ArrayParam, Bits, Discard, LiftBuffer, NoRecord,
+        PassActive, PassConstant, PlainParam, RealParam, Record, Reserved, ResultBuffer,
+        ScalarSink, SliceParam, SliceSink, Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

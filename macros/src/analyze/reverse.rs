@@ -149,6 +149,12 @@ pub(crate) fn plan(
     planner.statement_reads();
     planner.settle()?;
     planner.restore()?;
+    // A buffer whose values the adjoint has has its length too.
+    for var in 0..vars {
+        if planner.plan.establish[var] != Establish::None {
+            planner.plan.establish_len[var] = Establish::None;
+        }
+    }
     let value_reads: Vec<(VarId, StmtId)> = planner
         .reads
         .iter()
@@ -265,23 +271,7 @@ impl<'a> Planner<'a> {
             StmtKind::Let {
                 var,
                 init: Some(init),
-            } if self.plan.useful[*var] => match &init.kind {
-                ExprKind::Call(call) => {
-                    for arg in &call.args {
-                        match arg {
-                            CallArg::Value(value) | CallArg::Plain(value) => self.all(value, at),
-                            CallArg::Buffer(buffer) => self.buffer(buffer, at, true),
-                        }
-                    }
-                }
-                ExprKind::NewBuffer(NewBuffer::Repeat { elem, .. }) => self.adjoint(elem, at),
-                ExprKind::NewBuffer(NewBuffer::List(elems)) => {
-                    for elem in elems {
-                        self.adjoint(elem, at)
-                    }
-                }
-                _ => self.adjoint(init, at),
-            },
+            } if self.plan.useful[*var] => self.value_reads(init, at),
             StmtKind::Assign {
                 place, op, value, ..
             } if self.plan.useful[place.var()] => {
@@ -289,7 +279,7 @@ impl<'a> Planner<'a> {
                     self.all(index, at);
                 }
                 match op {
-                    AssignOp::Set | AssignOp::Add | AssignOp::Sub => self.adjoint(value, at),
+                    AssignOp::Set | AssignOp::Add | AssignOp::Sub => self.value_reads(value, at),
                     AssignOp::Mul | AssignOp::Div | AssignOp::Rem => {
                         // The old value of the target is read: restored.
                         self.forced[place.var()] = true;
@@ -303,6 +293,28 @@ impl<'a> Planner<'a> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The reads of the adjoint of the value of a `let` or an assignment
+    /// (a call and a new buffer are whole values, not expressions).
+    fn value_reads(&mut self, value: &Expr, at: StmtId) {
+        match &value.kind {
+            ExprKind::Call(call) => {
+                for arg in &call.args {
+                    match arg {
+                        CallArg::Value(value) | CallArg::Plain(value) => self.all(value, at),
+                        CallArg::Buffer(buffer) => self.buffer(buffer, at, true),
+                    }
+                }
+            }
+            ExprKind::NewBuffer(NewBuffer::Repeat { elem, .. }) => self.adjoint(elem, at),
+            ExprKind::NewBuffer(NewBuffer::List(elems)) => {
+                for elem in elems {
+                    self.adjoint(elem, at)
+                }
+            }
+            _ => self.adjoint(value, at),
         }
     }
 

@@ -11,12 +11,12 @@ use syn::Ident;
 use super::compiled::{sink, ADJ_FN, FWD_FN};
 use super::Generator;
 use crate::names::items;
-use crate::signature::{Output, ParamKind, Signature};
+use crate::signature::{BufferOutput, Output, ParamKind, Signature};
 
 /// True if the function's parameters and result have compiled-pass
 /// conventions (reals, buffers of reals, plain values; a real result).
 pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
-    matches!(signature.output, Output::Real)
+    (matches!(signature.output, Output::Real) || signature.buffer_output().is_some())
         && signature.params.iter().all(|p| {
             matches!(
                 p.kind,
@@ -147,10 +147,31 @@ impl Generator<'_> {
                 body
             }
         };
+        let (output, output_adjoint, sweep) = match self.signature.buffer_output() {
+            None => (
+                quote!(#s),
+                quote!(#s),
+                quote!(#tape.gradient_into(__deltad_output.id(), #out, #adjoints);),
+            ),
+            Some(buffer) => (
+                match buffer {
+                    BufferOutput::Vec => quote!(::std::vec::Vec<#s>),
+                    BufferOutput::Array(len) => quote!([#s; #len]),
+                },
+                quote!(::std::vec::Vec<#s>),
+                quote!(::deltad::__private::seed_buffer_and_sweep(#tape, &__deltad_output, &#out[..], #adjoints);),
+            ),
+        };
+        let value = match self.signature.buffer_output() {
+            None => quote!(#record(#tape, #(#constants),*).value()),
+            Some(_) => quote! {
+                ::deltad::__private::recorded_values::<#s, _, #output>(&#record(#tape, #(#constants),*))
+            },
+        };
         let fwd_body = body(quote! {
             let _ = &#stack;
             let #tape = &::deltad::__private::Tape::<#s>::forward_only();
-            #record(#tape, #(#constants),*).value()
+            #value
         });
         let adj_body = body(quote! {
             let _ = &#stack;
@@ -158,7 +179,7 @@ impl Generator<'_> {
                 #(#inputs)*
                 let __deltad_output = #record(#tape, #(#input_args),*);
                 #(#recycle)*
-                #tape.gradient_into(__deltad_output.id(), #out, #adjoints);
+                #sweep
                 let mut __deltad_reader = ::deltad::__private::GradReader::new(&#adjoints[..]);
                 let _ = &mut __deltad_reader;
                 #(#reads)*
@@ -171,7 +192,7 @@ impl Generator<'_> {
             pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
                 #stack: &mut __DeltadR,
                 #(#params),*
-            ) -> #s #where_clause {
+            ) -> #output #where_clause {
                 #fwd_body
             }
 
@@ -181,7 +202,7 @@ impl Generator<'_> {
             pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
                 #(#params,)*
-                #out: #s,
+                #out: #output_adjoint,
                 #(#sinks),*
             ) #where_clause {
                 #adj_body
@@ -277,6 +298,56 @@ impl Generator<'_> {
             }
         }
         let plain_args = fwd_args.clone();
+        if let Some(buffer) = self.signature.buffer_output() {
+            // One binding per output real, each with its partials: one
+            // forward pass, then the adjoint per output real from a copy of
+            // what the forward pass kept.
+            let output = match buffer {
+                BufferOutput::Vec => quote!(::std::vec::Vec<#s>),
+                BufferOutput::Array(len) => quote!([#s; #len]),
+            };
+            let (kept, count, k, seed, outputs) = (
+                Ident::new("__deltad_kept", Span::mixed_site()),
+                Ident::new("__deltad_count", Span::mixed_site()),
+                Ident::new("__deltad_k", Span::mixed_site()),
+                Ident::new("__deltad_seed", Span::mixed_site()),
+                Ident::new("__deltad_outputs", Span::mixed_site()),
+            );
+            let real = quote!(::deltad::__private::Real);
+            let elements = quote!(::deltad::__private::ResultBuffer::elements);
+            let from_elements = quote!(::deltad::__private::ResultBuffer::from_elements);
+            return quote! {
+                let mut #ids: ::std::vec::Vec<::core::option::Option<::deltad::__private::DeltaId>> =
+                    ::std::vec::Vec::new();
+                #(#values)*
+                if #ids.iter().all(::core::option::Option::is_none) {
+                    let #value: #output = #fwd(&mut ::deltad::__private::NoRecord, #(#plain_args),*);
+                    let #value = #elements(&#value);
+                    return #from_elements(#value.len(), |#k| #real::constant(#value[#k]));
+                }
+                let #outputs: ::std::vec::Vec<#real<'_, #s>> = ::deltad::__private::with_stack::<#s, _>(|#stack| {
+                    let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
+                    let #value = #elements(&#value);
+                    let #count = #value.len();
+                    let #kept = ::core::clone::Clone::clone(&*#stack);
+                    let mut #outputs = ::std::vec::Vec::with_capacity(#count);
+                    for #k in 0..#count {
+                        if #k > 0 {
+                            ::core::clone::Clone::clone_from(&mut *#stack, &#kept);
+                        }
+                        #(#gradients)*
+                        let mut #seed: ::std::vec::Vec<#s> = ::std::vec![#zero; #count];
+                        #seed[#k] = <#s as ::deltad::__private::Scalar>::one();
+                        #adj(&mut *#stack, #(#plain_args,)* #seed, #(#sinks),*);
+                        let mut #partials: ::std::vec::Vec<#s> = ::std::vec::Vec::with_capacity(#ids.len());
+                        #(#collect)*
+                        #outputs.push(::deltad::__private::compiled_output(#tape, #value[#k], &#ids, &#partials));
+                    }
+                    #outputs
+                });
+                #from_elements(#outputs.len(), |#k| #outputs[#k])
+            };
+        }
         quote! {
             let mut #ids: ::std::vec::Vec<::core::option::Option<::deltad::__private::DeltaId>> =
                 ::std::vec::Vec::new();

@@ -14,7 +14,7 @@ use syn::Ident;
 use super::compiled::{ADJ_FN, FWD_FN};
 use super::Generator;
 use crate::names::items;
-use crate::signature::ParamKind;
+use crate::signature::{BufferOutput, ParamKind};
 
 /// Which scalar the passes run on.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,17 @@ impl Generator<'_> {
         match scalar {
             Scalar::Machine => quote!(#prim),
             Scalar::Dual => quote!(::deltad::__private::Dual<#prim>),
+        }
+    }
+
+    /// The type of the forward pass's result on `scalar`: the scalar, or a
+    /// `Vec` / array of it.
+    fn pass_output_type(&self, scalar: Scalar) -> TokenStream {
+        let s = self.scalar_type(scalar);
+        match self.signature.buffer_output() {
+            None => s,
+            Some(BufferOutput::Vec) => quote!(::std::vec::Vec<#s>),
+            Some(BufferOutput::Array(len)) => quote!([#s; #len]),
         }
     }
 
@@ -177,11 +188,22 @@ impl Generator<'_> {
         let sinks = self.pass_sinks(Scalar::Machine, grad);
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
         let value = Ident::new("__deltad_value", Span::mixed_site());
-        let prim = &self.prim;
+        let output = self.pass_output_type(Scalar::Machine);
+        // A buffer result's seed: checked against the result, copied into
+        // the adjoint's own buffer.
+        let seed = match self.signature.buffer_output() {
+            None => seed,
+            Some(_) => quote! {
+                ::deltad::__private::seed_of(
+                    &#seed[..],
+                    ::deltad::__private::ResultBuffer::elements(&#value).len(),
+                )
+            },
+        };
         let (_, run) = self.with_stack(
             Scalar::Machine,
             quote! {
-                let #value: #prim = #fwd(&mut *#stack, #(#fwd_args),*);
+                let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                 #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
                 #value
             },
@@ -191,14 +213,14 @@ impl Generator<'_> {
 
     /// `tape_stats`: what one forward pass keeps on the stack.
     pub(super) fn compiled_stats_body(&self) -> TokenStream {
-        let prim = &self.prim;
         let fwd = Ident::new(FWD_FN, Span::call_site());
         let args = self.pass_args(Scalar::Machine, true);
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let output = self.pass_output_type(Scalar::Machine);
         let (_, run) = self.with_stack(
             Scalar::Machine,
             quote! {
-                let _: #prim = #fwd(&mut *#stack, #(#args),*);
+                let _: #output = #fwd(&mut *#stack, #(#args),*);
                 ::deltad::__private::TapeStats::of_stack(#stack.stats())
             },
         );
@@ -257,11 +279,56 @@ impl Generator<'_> {
     }
 
     pub(super) fn compiled_jacobian_body(&self) -> TokenStream {
-        let body = self.compiled_value_and_grad_body(None);
-        quote! {
-            let (__deltad_value, __deltad_row) = { #body };
-            (__deltad_value, ::std::vec![__deltad_row])
+        if self.signature.buffer_output().is_none() {
+            let body = self.compiled_value_and_grad_body(None);
+            return quote! {
+                let (__deltad_value, __deltad_row) = { #body };
+                (__deltad_value, ::std::vec![__deltad_row])
+            };
         }
+        // One forward pass; per output real, the adjoint from a copy of
+        // what it kept, seeded with that real.
+        let prim = &self.prim;
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let grad = Ident::new("__deltad_grad", Span::mixed_site());
+        let zero = self.zero_grad();
+        let fwd_args = self.pass_args(Scalar::Machine, false);
+        let adj_args = self.pass_args(Scalar::Machine, false);
+        let sinks = self.pass_sinks(Scalar::Machine, &grad);
+        let output = self.pass_output_type(Scalar::Machine);
+        let (stack, value, kept, rows, count, k, seed) = (
+            Ident::new("__deltad_stack", Span::mixed_site()),
+            Ident::new("__deltad_value", Span::mixed_site()),
+            Ident::new("__deltad_kept", Span::mixed_site()),
+            Ident::new("__deltad_rows", Span::mixed_site()),
+            Ident::new("__deltad_count", Span::mixed_site()),
+            Ident::new("__deltad_k", Span::mixed_site()),
+            Ident::new("__deltad_seed", Span::mixed_site()),
+        );
+        let (_, run) = self.with_stack(
+            Scalar::Machine,
+            quote! {
+                let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
+                let #count = ::deltad::__private::ResultBuffer::elements(&#value).len();
+                let #kept = ::core::clone::Clone::clone(&*#stack);
+                let mut #rows = ::std::vec::Vec::with_capacity(#count);
+                for #k in 0..#count {
+                    if #k > 0 {
+                        ::core::clone::Clone::clone_from(&mut *#stack, &#kept);
+                    }
+                    let mut #grad = #zero;
+                    let mut #seed: ::std::vec::Vec<#prim> = ::std::vec![0.0; #count];
+                    #seed[#k] = 1.0;
+                    #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
+                    #rows.push(#grad);
+                }
+                (#value, #rows)
+            },
+        );
+        run
     }
 
     /// `jvp`: the forward pass on dual numbers whose tangents come from
@@ -273,14 +340,22 @@ impl Generator<'_> {
         let seeds = self.names.local("seeds");
         let inputs = self.compiled_dual_inputs(&seeds);
         let args = self.pass_args(Scalar::Dual, true);
+        let dual_output = self.pass_output_type(Scalar::Dual);
+        let split = match self.signature.buffer_output() {
+            None => quote!((__deltad_result.value, __deltad_result.tangent)),
+            Some(_) => {
+                let output = self.pass_output_type(Scalar::Machine);
+                quote!(::deltad::__private::split_dual::<#prim, _, #output>(&__deltad_result))
+            }
+        };
         quote! {
             let mut __deltad_flat = ::std::vec::Vec::new();
             #flatten(#tangent, &mut __deltad_flat);
             let mut #seeds = ::deltad::__private::Seeds::<#prim>::from_flat(__deltad_flat);
             #(#inputs)*
-            let __deltad_result: ::deltad::__private::Dual<#prim> =
+            let __deltad_result: #dual_output =
                 #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
-            (__deltad_result.value, __deltad_result.tangent)
+            #split
         }
     }
 

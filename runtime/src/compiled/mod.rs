@@ -21,8 +21,14 @@
 //! [`PassConstant`] (arguments converted by the callee's parameter kind,
 //! which the caller does not know) and through sinks, one per parameter.
 
+mod buffers;
 mod params;
 mod stack;
+
+pub use buffers::{
+    lift_buffer, recorded_values, result_ids, seed_buffer_and_sweep, seed_of, split_dual,
+    LiftBuffer, ResultBuffer,
+};
 
 pub use params::{
     lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PlainParam, RealParam,

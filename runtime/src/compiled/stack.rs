@@ -69,8 +69,10 @@ impl<S> Reserved<S> for NoRecord {
     fn bits(&mut self, _: u64) {}
 }
 
-/// The values a compiled forward pass keeps for its adjoint.
-#[derive(Debug)]
+/// The values a compiled forward pass keeps for its adjoint. (`Clone`:
+/// a Jacobian runs the adjoint once per output real from a copy of what one
+/// forward pass kept.)
+#[derive(Clone, Debug)]
 pub struct Stack<S> {
     reals: Vec<S>,
     bits: Vec<u64>,

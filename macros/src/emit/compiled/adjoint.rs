@@ -25,6 +25,7 @@ impl Passes<'_> {
         let s = &self.scalar;
         let out = names::out();
         let result_adjoint = self.adjoint(self.function.result);
+        let adjoint_type = self.output_adjoint_type();
         let mut params = Vec::new();
         let mut adds = Vec::new();
         let mut visible = Vec::new();
@@ -60,7 +61,7 @@ impl Passes<'_> {
                 })
             });
         quote! {
-            let mut #result_adjoint: #s = #out;
+            let mut #result_adjoint: #adjoint_type = #out;
             #(#lengths)*
             #(#params)*
             #body
@@ -89,7 +90,7 @@ impl Passes<'_> {
     /// optimiser drops the addition that follows a reset (`+0.0 + a` is not
     /// `a` when `a` is `-0.0`). The `Grad`s users see start from `+0.0`, so
     /// an exactly zero derivative there is `+0.0`.
-    fn zero(&self) -> TokenStream {
+    pub(crate) fn zero(&self) -> TokenStream {
         let s = &self.scalar;
         quote!((-<#s as ::deltad::__private::Scalar>::zero()))
     }
@@ -229,6 +230,12 @@ impl Passes<'_> {
                 let init = init.as_ref().expect("a recomputed `let` has a value");
                 let value = match &init.kind {
                     ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Adjoint),
+                    // A copy of a buffer: the source stays (it may be read
+                    // again).
+                    ExprKind::Var(source) if self.is_buffer(var) => {
+                        let source = self.name(*source);
+                        quote!(::core::clone::Clone::clone(&#source))
+                    }
                     _ if self.active(var) => self.scalar_value(init, Side::Adjoint),
                     _ => self.value(init, Side::Adjoint),
                 };
@@ -318,6 +325,12 @@ impl Passes<'_> {
                 init: Some(init),
             } if self.useful(*var) => self.rev_let(*var, init),
             StmtKind::Let { .. } => TokenStream::new(),
+            StmtKind::Assign {
+                place: Place::Var(var),
+                value,
+                first,
+                ..
+            } if self.is_buffer(*var) => self.rev_whole_assign(stmt.id, *var, value, *first),
             StmtKind::Assign {
                 place,
                 op,
@@ -454,6 +467,9 @@ impl Passes<'_> {
     fn rev_let(&self, var: VarId, init: &crate::ir::Expr) -> TokenStream {
         let adjoint = self.adjoint(var);
         match &init.kind {
+            ExprKind::Call(_) | ExprKind::Var(_) if self.is_buffer(var) => {
+                self.rev_whole_let(var, init)
+            }
             ExprKind::Call(call) => {
                 if !self.is_active(init) {
                     return TokenStream::new();

@@ -35,18 +35,18 @@ pub(crate) enum Frame {
 impl Passes<'_> {
     pub(crate) fn forward_body(&self) -> TokenStream {
         let result = self.name(self.function.result);
-        let s = &self.scalar;
+        let output = self.output_type();
         let mut frames = Vec::new();
         let body = self.fwd_block(&self.function.body, &mut frames);
         quote! {
-            let #result: #s;
+            let #result: #output;
             #body
             #result
         }
     }
 
     /// `rec`, reborrowed.
-    fn rec(&self) -> TokenStream {
+    pub(crate) fn rec(&self) -> TokenStream {
         let rec = names::record();
         quote!(&mut *#rec)
     }
@@ -156,7 +156,7 @@ impl Passes<'_> {
 
     /// Pushes the whole value of a variable (a buffer: its elements, then
     /// its length).
-    fn push_var(&self, var: VarId) -> TokenStream {
+    pub(crate) fn push_var(&self, var: VarId) -> TokenStream {
         let name = self.name(var);
         self.push_value(var, &quote!(#name))
     }
@@ -225,6 +225,12 @@ impl Passes<'_> {
                 var,
                 init: Some(init),
             } => self.fwd_let(*var, init),
+            StmtKind::Assign {
+                place: Place::Var(var),
+                value,
+                first,
+                ..
+            } if self.is_buffer(*var) => self.fwd_whole_assign(stmt.id, *var, value, *first),
             StmtKind::Assign {
                 place, op, value, ..
             } => self.fwd_assign(stmt.id, place, *op, value),
@@ -435,6 +441,9 @@ impl Passes<'_> {
         let mutable = self.function.vars[var].mutable;
         let mut_token = mutable.then(|| quote!(mut));
         let value = match &init.kind {
+            ExprKind::Call(_) | ExprKind::Var(_) if self.is_buffer(var) => {
+                self.whole_value(var, init)
+            }
             ExprKind::Call(call) => {
                 if !self.is_active(init) {
                     let written = &call.written;

@@ -25,6 +25,7 @@ mod forward;
 mod promote;
 mod reserve;
 mod values;
+mod whole;
 
 /// A lowered and analyzed function, ready to emit.
 pub(crate) struct Compiled {
@@ -161,6 +162,27 @@ impl<'a> Passes<'a> {
         }
     }
 
+    /// The type of the forward pass's result: `S`, or `Vec<S>` / `[S; N]`
+    /// for a buffer result.
+    pub(crate) fn output_type(&self) -> TokenStream {
+        let s = &self.scalar;
+        match self.signature.buffer_output() {
+            None => quote!(#s),
+            Some(crate::signature::BufferOutput::Vec) => quote!(::std::vec::Vec<#s>),
+            Some(crate::signature::BufferOutput::Array(len)) => quote!([#s; #len]),
+        }
+    }
+
+    /// The type of the adjoint of the result the adjoint takes: `S`, or
+    /// `Vec<S>` for a buffer result.
+    pub(crate) fn output_adjoint_type(&self) -> TokenStream {
+        let s = &self.scalar;
+        match self.signature.buffer_output() {
+            None => quote!(#s),
+            Some(_) => quote!(::std::vec::Vec<#s>),
+        }
+    }
+
     /// The compiled passes' parameter list: differentiated reals as `S`,
     /// differentiated buffers as `&[S]`, others as written.
     fn params(&self) -> Vec<TokenStream> {
@@ -207,6 +229,7 @@ impl<'a> Passes<'a> {
         let out = names::out();
         let forward = self.forward_body();
         let adjoint = self.adjoint_body();
+        let (output, output_adjoint) = (self.output_type(), self.output_adjoint_type());
         let sink_types: Vec<Ident> = (0..self.signature.params.len())
             .map(|i| format_ident!("__DeltadK{}", i))
             .collect();
@@ -252,7 +275,7 @@ impl<'a> Passes<'a> {
             pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
                 #rec: &mut __DeltadR,
                 #(#params),*
-            ) -> #s #where_clause {
+            ) -> #output #where_clause {
                 #forward
             }
 
@@ -262,7 +285,7 @@ impl<'a> Passes<'a> {
             pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
                 #(#params,)*
-                #out: #s,
+                #out: #output_adjoint,
                 #(#sinks),*
             ) #where_clause {
                 #adjoint

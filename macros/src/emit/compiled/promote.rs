@@ -179,7 +179,10 @@ impl Passes<'_> {
                     let ExprKind::Elem(var, index) = &e.kind else {
                         return;
                     };
-                    if !(self.active(*var) && self.is_buffer(*var)) || written.contains(var) {
+                    if !(self.active(*var) && self.is_buffer(*var))
+                        || written.contains(var)
+                        || declared.contains(var)
+                    {
                         return;
                     }
                     let Some(key) = index_key(index) else { return };
@@ -322,7 +325,10 @@ impl Passes<'_> {
                     let ExprKind::Elem(var, index) = &e.kind else {
                         return;
                     };
-                    if !(self.active(*var) && self.is_buffer(*var)) || written.contains(var) {
+                    if !(self.active(*var) && self.is_buffer(*var))
+                        || written.contains(var)
+                        || declared.contains(var)
+                    {
                         return;
                     }
                     let Some((v, offset)) = offset_of(index) else {

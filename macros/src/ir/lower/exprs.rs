@@ -387,6 +387,39 @@ impl Lowerer {
                 return Ok(Expr::new(ExprKind::Primitive(primitive, buffers), span));
             }
         }
+        let Some(call_ir) = self.user_call(call, out)? else {
+            return self.opaque(&SynExpr::Call(call.clone()));
+        };
+        // A call's value always lives in a temporary of its own, so the
+        // adjoint has one statement to mirror the call at.
+        let temp = self.temp(span);
+        let call = Expr::new(ExprKind::Call(call_ir), span);
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: Some(call),
+            },
+        ));
+        Ok(Expr::new(ExprKind::Var(temp), span))
+    }
+
+    /// A call of a function deltad may differentiate (a user function, not
+    /// a method path of a float type or a vector primitive), with its
+    /// arguments lowered; `None` for calls deltad leaves as plain code.
+    pub(super) fn user_call(
+        &mut self,
+        call: &syn::ExprCall,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<Call>> {
+        let span = call.span();
+        let SynExpr::Path(path) = strip(&call.func) else {
+            return Ok(None);
+        };
+        if path.qself.is_some() {
+            return Ok(None);
+        }
+        let path = &path.path;
         match crate::syntax::classify_call(path) {
             crate::syntax::CallKind::User => {}
             crate::syntax::CallKind::Derivative(_) => {
@@ -395,7 +428,10 @@ impl Lowerer {
                     "derivatives taken inside a differentiated function are not on the compiled path yet",
                 ))
             }
-            _ => return self.opaque(&SynExpr::Call(call.clone())),
+            _ => return Ok(None),
+        }
+        if path.segments.len() == 1 && self.resolve_path(path).is_some() {
+            return Ok(None);
         }
         if path.segments.iter().any(|s| !s.arguments.is_empty()) {
             return Err(Unsupported::new(
@@ -416,6 +452,31 @@ impl Lowerer {
                         "`&mut` arguments are not on the compiled path yet",
                     ));
                 }
+                // `&[a, b, c]` with differentiated elements: a buffer of
+                // its own.
+                if let Some(new) = self.new_buffer(&reference.expr)? {
+                    let elements = Expr::new(ExprKind::NewBuffer(new), arg.span());
+                    if self.reads_variables(&elements) {
+                        let temp = self.buffer_temp(arg.span());
+                        self.vars[temp].array = matches!(
+                            strip(&reference.expr),
+                            SynExpr::Array(_) | SynExpr::Repeat(_)
+                        );
+                        out.push(self.stmt(
+                            arg.span(),
+                            StmtKind::Let {
+                                var: temp,
+                                init: Some(elements),
+                            },
+                        ));
+                        args.push(CallArg::Buffer(BufferRef {
+                            var: temp,
+                            range: None,
+                            span: arg.span(),
+                        }));
+                        continue;
+                    }
+                }
                 // A reference to plain data (`&data`): passed as written.
                 let value = self.opaque(arg)?;
                 args.push(CallArg::Plain(value));
@@ -423,25 +484,25 @@ impl Lowerer {
             }
             args.push(CallArg::Value(self.expr(arg, out)?));
         }
-        // A call's value always lives in a temporary of its own, so the
-        // adjoint has one statement to mirror the call at.
-        let temp = self.temp(span);
-        let call = Expr::new(
-            ExprKind::Call(Call {
-                path: path.clone(),
-                args,
-                written: Box::new(SynExpr::Call(call.clone())),
-            }),
-            span,
-        );
-        out.push(self.stmt(
-            span,
-            StmtKind::Let {
-                var: temp,
-                init: Some(call),
-            },
-        ));
-        Ok(Expr::new(ExprKind::Var(temp), span))
+        Ok(Some(Call {
+            path: path.clone(),
+            args,
+            written: Box::new(SynExpr::Call(call.clone())),
+        }))
+    }
+
+    /// True if `expr` reads a variable of the body (else it is constant
+    /// data written in place).
+    fn reads_variables(&self, expr: &Expr) -> bool {
+        let mut reads = false;
+        expr.each_subexpr(&mut |e| {
+            reads |= match &e.kind {
+                ExprKind::Var(_) | ExprKind::Elem(..) | ExprKind::Len(_) => true,
+                ExprKind::Opaque { reads, .. } => !reads.is_empty(),
+                _ => false,
+            }
+        });
+        reads
     }
 
     /// A buffer argument: `&v`, `v` (a slice parameter), `&v[a..b]`,

@@ -18,6 +18,7 @@ use syn::{Ident, Lifetime};
 use super::{Block, Expr, Function, LoopId, LoopInfo, Origin, Stmt, StmtKind, Var, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 
+mod buffers;
 mod chains;
 mod closures;
 mod exprs;
@@ -55,6 +56,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         next_block: 0,
         by_ref: HashSet::new(),
         closures: closures::Closures::new(),
+        returns_buffer: signature.buffer_output().is_some(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -142,12 +144,20 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
             lowerer.bind(&name, var);
         }
     }
+    let buffer_output = signature.buffer_output();
     let result = lowerer.new_var(Var {
         name: Ident::new("__deltad_result", Span::mixed_site()),
         mutable: false,
         origin: Origin::Result,
-        kind: VarKind::Scalar,
-        array: false,
+        kind: if buffer_output.is_some() {
+            VarKind::Buffer
+        } else {
+            VarKind::Scalar
+        },
+        array: matches!(
+            buffer_output,
+            Some(crate::signature::BufferOutput::Array(_))
+        ),
         annotation: None,
         span: Span::call_site(),
     });
@@ -216,6 +226,8 @@ pub(super) struct Lowerer {
     by_ref: HashSet<VarId>,
     /// The closures of the body (inlined where called).
     closures: closures::Closures,
+    /// The function's result is a buffer (`Vec` or array of reals).
+    returns_buffer: bool,
 }
 
 impl Lowerer {
@@ -300,8 +312,7 @@ impl Lowerer {
             let mut out = this.new_block();
             let count = block.stmts.len();
             for (index, stmt) in block.stmts.iter().enumerate() {
-                let tail = index + 1 == count;
-                this.stmt_into(stmt, tail, target, &mut out)?;
+                this.stmt_into(stmt, &block.stmts[index + 1..], target, &mut out)?;
             }
             if count == 0 {
                 if let Some(target) = target {

@@ -17,12 +17,13 @@ impl Lowerer {
     pub(super) fn stmt_into(
         &mut self,
         stmt: &syn::Stmt,
-        tail: bool,
+        rest: &[syn::Stmt],
         target: Option<VarId>,
         out: &mut Block,
     ) -> Lowered<()> {
+        let tail = rest.is_empty();
         match stmt {
-            syn::Stmt::Local(local) => self.local(local, &mut out.stmts),
+            syn::Stmt::Local(local) => self.local(local, rest, &mut out.stmts),
             syn::Stmt::Item(item) => {
                 out.items.push(item.clone());
                 Ok(())
@@ -44,7 +45,12 @@ impl Lowerer {
         }
     }
 
-    fn local(&mut self, local: &syn::Local, out: &mut Vec<crate::ir::Stmt>) -> Lowered<()> {
+    fn local(
+        &mut self,
+        local: &syn::Local,
+        rest: &[syn::Stmt],
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
         let span = local.span();
         if let Some(init) = &local.init {
             if init.diverge.is_some() {
@@ -67,7 +73,11 @@ impl Lowerer {
         };
         match pat {
             syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
-                self.let_ident(&ident.ident, ident.mutability.is_some(), annotation, init, out)
+                let mutable = ident.mutability.is_some();
+                if self.is_buffer_value(&ident.ident, init, rest) {
+                    return self.let_buffer(&ident.ident, mutable, annotation, init, out);
+                }
+                self.let_ident(&ident.ident, mutable, annotation, init, out)
             }
             syn::Pat::Wild(_) => {
                 // `let _ = e;`: evaluated for its effects.
@@ -121,18 +131,7 @@ impl Lowerer {
                 self.value_into(init, temp, out)?;
                 Expr::new(ExprKind::Var(temp), init.span())
             }
-            None => {
-                let value = self.expr(init, out)?;
-                if let ExprKind::Var(source) = value.kind {
-                    if self.kind(source) == VarKind::Buffer {
-                        return Err(Unsupported::new(
-                            init.span(),
-                            "a buffer moved or aliased into another variable is not on the compiled path yet",
-                        ));
-                    }
-                }
-                value
-            }
+            None => self.expr(init, out)?,
         };
         let var = self.new_var(Var {
             name: name.clone(),
@@ -145,6 +144,43 @@ impl Lowerer {
         });
         out.push(self.stmt(
             span,
+            StmtKind::Let {
+                var,
+                init: Some(value),
+            },
+        ));
+        self.bind(name, var);
+        Ok(())
+    }
+
+    /// `let name = init;` where `init` is a whole buffer (`buffers.rs`).
+    fn let_buffer(
+        &mut self,
+        name: &syn::Ident,
+        mutable: bool,
+        annotation: Option<syn::Type>,
+        init: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let value = self.buffer_value(init, out)?;
+        let array = match &value.kind {
+            ExprKind::Var(source) => self.vars[*source].array,
+            ExprKind::NewBuffer(_) => {
+                matches!(strip(init), SynExpr::Repeat(_) | SynExpr::Array(_))
+            }
+            _ => matches!(annotation, Some(syn::Type::Array(_))),
+        };
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable,
+            origin: Origin::Local,
+            kind: VarKind::Buffer,
+            array,
+            annotation,
+            span: name.span(),
+        });
+        out.push(self.stmt(
+            name.span(),
             StmtKind::Let {
                 var,
                 init: Some(value),
@@ -271,7 +307,11 @@ impl Lowerer {
             }
             SynExpr::Macro(mac) if is_diverging(&mac.mac) => self.macro_stmt(&mac.mac, out),
             _ => {
-                let value = self.expr(expr, out)?;
+                let value = if self.kind(target) == VarKind::Buffer {
+                    self.buffer_value(expr, out)?
+                } else {
+                    self.expr(expr, out)?
+                };
                 out.push(self.stmt(
                     span,
                     StmtKind::Assign {
@@ -332,7 +372,7 @@ impl Lowerer {
                 let Some(value) = &ret.expr else {
                     return Err(Unsupported::new(
                         span,
-                        "`return` without a value in a function with a real result",
+                        "`return` without a value in a function with a result",
                     ));
                 };
                 let result = self.result_var();
@@ -376,10 +416,23 @@ impl Lowerer {
             ));
         }
         if matches!(place, Place::Var(_)) && self.kind(var) == VarKind::Buffer {
-            return Err(Unsupported::new(
-                left.span(),
-                "assigning a whole buffer is not on the compiled path yet: assign its elements",
+            if op != AssignOp::Set {
+                return Err(Unsupported::new(
+                    span,
+                    "a compound assignment to a whole buffer is not on the compiled path yet: update its elements",
+                ));
+            }
+            let value = self.buffer_value(right, out)?;
+            out.push(self.stmt(
+                span,
+                StmtKind::Assign {
+                    place,
+                    op,
+                    value,
+                    first: false,
+                },
             ));
+            return Ok(());
         }
         let value = if is_control_flow(right) {
             let temp = self.temp(right.span());

@@ -1,0 +1,230 @@
+//! Whole buffers as values: `let y = x;`, `y = next;`, `let k = f(..);`
+//! with `f` returning a `Vec` or an array, `y = vec![..];`, and the result
+//! of a function returning a buffer.
+//!
+//! Forward: the new contents are computed first (a call's forward pass may
+//! keep values), then the old contents are kept if the plan says so (or,
+//! for a `Vec`, just its length, which the adjoint needs to size the
+//! adjoint of the old contents), then the variable gets the new contents
+//! (a buffer variable's elements are copied, reusing the allocation).
+//!
+//! Adjoint: the old contents are put back, the adjoint of the new contents
+//! is taken out of the variable's adjoint and given to the value (added
+//! element by element into a source buffer's adjoint, passed to a callee's
+//! adjoint as its output's adjoint, propagated into a new buffer's
+//! elements), and the variable's adjoint restarts from zeros of the old
+//! length.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::adjoint_expr::ExprAdjoint;
+use super::values::Side;
+use super::Passes;
+use crate::ir::{Expr, ExprKind, NewBuffer, StmtId, VarId};
+
+impl Passes<'_> {
+    /// The forward value of the whole buffer `value`, for variable `var`.
+    pub(crate) fn whole_value(&self, var: VarId, value: &Expr) -> TokenStream {
+        let s = &self.scalar;
+        let lift = |tokens: TokenStream| {
+            if self.active(var) && !self.is_active(value) {
+                quote!(::deltad::__private::lift_buffer::<#s, _>(#tokens))
+            } else {
+                tokens
+            }
+        };
+        match &value.kind {
+            ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            ExprKind::Var(source) => {
+                let source = self.name(*source);
+                lift(quote!(::core::clone::Clone::clone(&#source)))
+            }
+            ExprKind::Call(call) if self.is_active(value) => {
+                let rec = if self.useful(var) {
+                    self.rec()
+                } else {
+                    quote!(&mut ::deltad::__private::NoRecord)
+                };
+                let fwd = self.callee(&call.path, "__fwd");
+                let args = self.call_args(call, Side::Forward);
+                quote!(#fwd(#rec, #(#args),*))
+            }
+            ExprKind::Call(call) => {
+                let written = &call.written;
+                lift(quote!(#written))
+            }
+            _ => unreachable!("the lowering makes only these buffer values"),
+        }
+    }
+
+    /// True if the whole-buffer assignment `stmt` to `var` keeps the old
+    /// length for the adjoint (a `Vec` whose contents are not kept anyway).
+    pub(crate) fn keeps_length(&self, stmt: StmtId, var: VarId, first: bool) -> bool {
+        !first
+            && self.useful(var)
+            && !self.function.vars[var].array
+            && !self.analysis.plan.saves[stmt]
+    }
+
+    /// The forward pass of `var = value;` (whole buffer).
+    pub(crate) fn fwd_whole_assign(
+        &self,
+        stmt: StmtId,
+        var: VarId,
+        value: &Expr,
+        first: bool,
+    ) -> TokenStream {
+        let name = self.name(var);
+        let new = format_ident!("__deltad_value", span = Span::mixed_site());
+        let length = self
+            .keeps_length(stmt, var, first)
+            .then(|| self.push_bits(quote!(#name.len())));
+        let save = self.analysis.plan.saves[stmt].then(|| self.push_var(var));
+        // A buffer variable copied into one of the same kind: the elements
+        // are copied into the existing allocation.
+        if let ExprKind::Var(source) = &value.kind {
+            if self.active(*source) == self.active(var) && !first {
+                let source = self.name(*source);
+                return quote!({
+                    #length
+                    #save
+                    ::core::clone::Clone::clone_from(&mut #name, &#source);
+                });
+            }
+        }
+        let value = self.whole_value(var, value);
+        quote!({
+            let #new = #value;
+            #length
+            #save
+            #name = #new;
+        })
+    }
+
+    /// The adjoint of `let var = value;` (whole buffer, not a new buffer).
+    pub(crate) fn rev_whole_let(&self, var: VarId, value: &Expr) -> TokenStream {
+        let adjoint = self.adjoint(var);
+        self.give_adjoint(value, quote!(::core::mem::take(&mut #adjoint)), &adjoint)
+    }
+
+    /// The adjoint of `var = value;` (whole buffer): restore, give the
+    /// adjoint of the new contents to the value, restart from zeros.
+    pub(crate) fn rev_whole_assign(
+        &self,
+        stmt: StmtId,
+        var: VarId,
+        value: &Expr,
+        first: bool,
+    ) -> TokenStream {
+        let name = self.name(var);
+        let adjoint = self.adjoint(var);
+        let taken = format_ident!("__deltad_taken", span = Span::mixed_site());
+        let old_length = format_ident!("__deltad_old_len", span = Span::mixed_site());
+        let restore = if self.analysis.plan.saves[stmt] {
+            let restore = self.restore_buffer(var);
+            quote!(#restore let #old_length: usize = #name.len();)
+        } else if self.keeps_length(stmt, var, first) {
+            let pop = self.pop_bits(quote!(usize));
+            quote!(let #old_length: usize = #pop;)
+        } else {
+            quote!(let #old_length: usize = #adjoint.len();)
+        };
+        if !self.useful(var) {
+            return quote!({ #restore });
+        }
+        let zero = self.zero();
+        let give = self.give_adjoint(value, quote!(#taken), &taken);
+        quote!({
+            #restore
+            let mut #taken = ::core::mem::replace(
+                &mut #adjoint,
+                ::std::vec![#zero; #old_length],
+            );
+            #give
+        })
+    }
+
+    /// Puts the old contents of buffer `var` back from the stack.
+    fn restore_buffer(&self, var: VarId) -> TokenStream {
+        let name = self.name(var);
+        let stack = names_stack();
+        let len = format_ident!("__deltad_popped_len", span = Span::mixed_site());
+        let pop_len = self.pop_bits(quote!(usize));
+        if self.active(var) {
+            if self.function.vars[var].array {
+                return quote! {
+                    let #len: usize = #pop_len;
+                    #stack.pop_reals_into(&mut #name[..#len]);
+                };
+            }
+            return quote! {
+                let #len: usize = #pop_len;
+                #name = #stack.pop_reals(#len);
+            };
+        }
+        let prim = &self.prim;
+        let element = self.pop_bits(quote!(#prim));
+        let resize = (!self.function.vars[var].array).then(|| quote!(#name.resize(#len, 0.0);));
+        quote! {
+            let #len: usize = #pop_len;
+            #resize
+            for __deltad_k in (0..#len).rev() {
+                #name[__deltad_k] = #element;
+            }
+        }
+    }
+
+    /// Gives the adjoint of a whole buffer value (`adjoint`, an owned
+    /// `Vec` named `local` where it must be read element by element) to
+    /// the value.
+    fn give_adjoint(&self, value: &Expr, adjoint: TokenStream, local: &syn::Ident) -> TokenStream {
+        if !self.is_active(value) {
+            return TokenStream::new();
+        }
+        match &value.kind {
+            ExprKind::Var(source) => {
+                let target = self.adjoint(*source);
+                let k = format_ident!("__deltad_k", span = Span::mixed_site());
+                let add = if self.is_param(*source) {
+                    quote!(*::deltad::__private::SliceSink::at(&mut #target, #k) += #local[#k];)
+                } else {
+                    quote!(#target[#k] += #local[#k];)
+                };
+                quote! {
+                    for #k in 0..#local.len() {
+                        #add
+                    }
+                }
+            }
+            ExprKind::Call(call) => self.rev_call(call, adjoint),
+            ExprKind::NewBuffer(new) => {
+                let mut adjoint_expr = ExprAdjoint::new(self);
+                match new {
+                    NewBuffer::Repeat { elem, .. } => {
+                        let s = &self.scalar;
+                        let total = format_ident!("__deltad_total", span = Span::mixed_site());
+                        adjoint_expr.push(quote! {
+                            let #total: #s = #local.iter().fold(
+                                (-<#s as ::deltad::__private::Scalar>::zero()),
+                                |__deltad_a, __deltad_b| __deltad_a + *__deltad_b,
+                            );
+                        });
+                        adjoint_expr.propagate(elem, quote!(#total));
+                    }
+                    NewBuffer::List(elems) => {
+                        for (k, elem) in elems.iter().enumerate() {
+                            adjoint_expr.propagate(elem, quote!(#local[#k]));
+                        }
+                    }
+                }
+                adjoint_expr.finish()
+            }
+            _ => unreachable!("the lowering makes only these buffer values"),
+        }
+    }
+}
+
+fn names_stack() -> syn::Ident {
+    super::names::stack()
+}

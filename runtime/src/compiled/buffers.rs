@@ -1,0 +1,146 @@
+//! Buffers of reals as whole values of compiled passes: a function's `Vec`
+//! or array result, a buffer of constants lifted into the pass's scalars,
+//! and the conversions the wrappers need (dual results split into values
+//! and tangents, recorded results read and seeded on a tape).
+
+use crate::dual::Dual;
+use crate::real::Real;
+use crate::scalar::{Primitive, Scalar};
+use crate::tape::{DeltaId, Tape};
+
+/// A buffer of machine floats (`Vec<P>`, `[P; N]`) as a buffer of scalars
+/// of a pass.
+pub trait LiftBuffer<S> {
+    /// The same buffer of scalars.
+    type Lifted;
+    /// Each element lifted.
+    fn lift_buffer(self) -> Self::Lifted;
+}
+
+impl<S: Scalar> LiftBuffer<S> for Vec<S::Prim> {
+    type Lifted = Vec<S>;
+    #[inline]
+    fn lift_buffer(self) -> Vec<S> {
+        self.into_iter().map(S::from_prim).collect()
+    }
+}
+
+impl<S: Scalar, const N: usize> LiftBuffer<S> for [S::Prim; N] {
+    type Lifted = [S; N];
+    #[inline]
+    fn lift_buffer(self) -> [S; N] {
+        self.map(S::from_prim)
+    }
+}
+
+/// `buffer` with every element lifted into `S`.
+#[inline]
+pub fn lift_buffer<S, B: LiftBuffer<S>>(buffer: B) -> B::Lifted {
+    buffer.lift_buffer()
+}
+
+/// A buffer result of a pass on scalars `S`: its length and elements.
+pub trait ResultBuffer<S> {
+    /// The elements.
+    fn elements(&self) -> &[S];
+    /// A buffer of `len` elements, each made by `element`.
+    fn from_elements(len: usize, element: impl FnMut(usize) -> S) -> Self;
+}
+
+impl<S: Copy> ResultBuffer<S> for Vec<S> {
+    #[inline]
+    fn elements(&self) -> &[S] {
+        self
+    }
+    #[inline]
+    fn from_elements(len: usize, element: impl FnMut(usize) -> S) -> Self {
+        (0..len).map(element).collect()
+    }
+}
+
+impl<S: Copy, const N: usize> ResultBuffer<S> for [S; N] {
+    #[inline]
+    fn elements(&self) -> &[S] {
+        self
+    }
+    #[inline]
+    fn from_elements(len: usize, element: impl FnMut(usize) -> S) -> Self {
+        assert_eq!(len, N, "deltad: an array result has a fixed length");
+        core::array::from_fn(element)
+    }
+}
+
+/// The values and tangents of a buffer result computed on dual numbers
+/// (`jvp`), as two buffers of the same kind.
+pub fn split_dual<P, B, V>(result: &B) -> (V, V)
+where
+    P: Primitive,
+    B: ResultBuffer<Dual<P>>,
+    V: ResultBuffer<P>,
+{
+    let elements = result.elements();
+    (
+        V::from_elements(elements.len(), |k| elements[k].value),
+        V::from_elements(elements.len(), |k| elements[k].tangent),
+    )
+}
+
+/// The values of a recorded buffer result (of dual values on `tape`).
+pub fn recorded_values<'t, S, B, V>(result: &B) -> V
+where
+    S: Scalar + 't,
+    B: ResultBuffer<Real<'t, S>>,
+    V: ResultBuffer<S>,
+{
+    let elements = result.elements();
+    V::from_elements(elements.len(), |k| elements[k].value())
+}
+
+/// Adds `seed[k]` to the adjoint of element `k` of the recorded buffer
+/// result, for every `k`, then sweeps the tape (`adjoints` sized to it).
+pub fn seed_buffer_and_sweep<'t, S, B>(
+    tape: &'t Tape<S>,
+    result: &B,
+    seed: &[S],
+    adjoints: &mut Vec<S>,
+) where
+    S: Scalar + 't,
+    B: ResultBuffer<Real<'t, S>>,
+{
+    let elements = result.elements();
+    assert_eq!(
+        elements.len(),
+        seed.len(),
+        "deltad: the adjoint of a buffer result has a length other than the result's"
+    );
+    adjoints.clear();
+    adjoints.resize(tape.len(), S::zero());
+    for (element, &adjoint) in elements.iter().zip(seed) {
+        if let Some(id) = element.id() {
+            adjoints[id.index()] += adjoint;
+        }
+    }
+    tape.reverse_sweep(adjoints);
+}
+
+/// The bindings of a buffer result's elements, `None` for constants.
+pub fn result_ids<'t, S, B>(result: &B) -> Vec<Option<DeltaId>>
+where
+    S: Scalar + 't,
+    B: ResultBuffer<Real<'t, S>>,
+{
+    result.elements().iter().map(|e| e.id()).collect()
+}
+
+/// Checks that a seed shaped like a buffer result has as many reals as the
+/// result, and copies it into the adjoint the compiled adjoint takes.
+pub fn seed_of<S: Copy>(seed: &[S], result_len: usize) -> Vec<S> {
+    assert_eq!(
+        seed.len(),
+        result_len,
+        "deltad: the seed has {} reals but the result has {}",
+        seed.len(),
+        result_len
+    );
+    seed.to_vec()
+}
