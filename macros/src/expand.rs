@@ -115,42 +115,32 @@ pub(crate) fn derivatives(
 ) -> (TokenStream, bool) {
     let function = target.function;
     let signature = signature::analyze(function, no_grad, errors);
-    let bodies = match (&options.custom, &signature) {
-        (Some(derivative), Some(signature)) => {
-            if signature.takes_functions() {
-                errors.at(
-                    derivative,
-                    "a custom derivative cannot be given for a function with function parameters",
-                );
-            }
-            if signature
-                .params
-                .iter()
-                .any(|p| matches!(p.kind, crate::signature::ParamKind::InOut { .. }))
-            {
-                errors.at(derivative, "a custom derivative cannot be given for a function with `&mut` results: return the results instead");
-            }
-            let mut derivative = derivative.clone();
-            relocate::path(&mut derivative);
-            Bodies::Custom(derivative)
-        }
-        _ => match recording_pass(function, signature.as_ref(), errors) {
-            Some(pass) => Bodies::Real(pass),
-            None => Bodies::Stub,
-        },
+    // The function's own body is checked for what neither engine takes
+    // (`unsafe`, unknown macros..) first; then the compiled path is tried,
+    // and only if it does not apply is the body rewritten into the tape's
+    // recording pass (whose own rules then apply).
+    let validated = match (&options.custom, &signature) {
+        (None, Some(signature)) => validate(function, signature, errors),
+        _ => false,
     };
-    let bodies = if errors.is_empty() {
-        bodies
-    } else {
-        Bodies::Stub
-    };
-    let compiled = match (&bodies, &signature) {
-        (Bodies::Real(_), Some(signature)) => compile(target, signature, options),
-        (Bodies::Custom(_), _) => Err((
+    let compiled = match (&options.custom, &signature) {
+        (Some(_), _) => Err((
             None,
             "it is a custom primitive (its derivative is the one given)".to_string(),
         )),
+        (None, Some(signature)) if validated && errors.is_empty() => {
+            compile(target, signature, options)
+        }
         _ => Err((None, "its signature or body has errors".to_string())),
+    };
+    let bodies = match (&options.custom, &signature) {
+        (Some(derivative), Some(signature)) => custom_body(derivative, signature, errors),
+        _ if compiled.is_ok() => Bodies::Compiled,
+        _ if validated => match recording_pass(function, signature.as_ref(), errors) {
+            Some(pass) => Bodies::Real(pass),
+            None => Bodies::Stub,
+        },
+        _ => Bodies::Stub,
     };
     let engine = match &compiled {
         Ok(compiled) => emit::Engine::Compiled(compiled),
@@ -176,6 +166,46 @@ pub(crate) fn derivatives(
         emit::module(target, signature.as_ref(), bodies, &engine),
         signature.is_some(),
     )
+}
+
+/// The recording pass of a custom primitive: the user's derivative.
+fn custom_body(derivative: &syn::Path, signature: &Signature, errors: &Errors) -> Bodies {
+    if signature.takes_functions() {
+        errors.at(
+            derivative,
+            "a custom derivative cannot be given for a function with function parameters",
+        );
+    }
+    if signature
+        .params
+        .iter()
+        .any(|p| matches!(p.kind, crate::signature::ParamKind::InOut { .. }))
+    {
+        errors.at(derivative, "a custom derivative cannot be given for a function with `&mut` results: return the results instead");
+    }
+    let mut derivative = derivative.clone();
+    relocate::path(&mut derivative);
+    Bodies::Custom(derivative)
+}
+
+/// Checks the body for what neither engine takes (errors at their spans),
+/// and `#[preaccumulate]` loops against their contract (on both engines, so
+/// that code does not become wrong by changing engine); true if there was
+/// nothing to report.
+fn validate(function: &ItemFn, signature: &Signature, errors: &Errors) -> bool {
+    let body: Box<syn::Block> = function.block.clone();
+    let macros = MacroTable::build(&body, errors);
+    check::body(&body, errors);
+    if errors.is_empty() && crate::preaccumulate::used(&body) {
+        let activity = activity::analyze(signature, &body, &macros);
+        let params: Vec<String> = signature
+            .params
+            .iter()
+            .map(|p| p.name.to_string())
+            .collect();
+        crate::preaccumulate::check(&body, &params, &activity, errors);
+    }
+    errors.is_empty()
 }
 
 /// Lowers and analyzes the function for the compiled path, or says why it
@@ -262,25 +292,13 @@ fn recording_pass(
     signature: Option<&Signature>,
     errors: &Errors,
 ) -> Option<RecordingPass> {
-    // The body lives on the heap from here on: the analysis identifies nodes
-    // by address, and nothing below moves them before the rewrite visits them.
+    // The body lives on the heap from here on: the analysis (and the table
+    // of macro arguments) identifies nodes by address, and nothing below
+    // moves them before the rewrite visits them.
     let mut body: Box<syn::Block> = function.block.clone();
     let mut macros = MacroTable::build(&body, errors);
-    check::body(&body, errors);
     let signature = signature?;
-    if !errors.is_empty() {
-        return None;
-    }
     let activity = activity::analyze(signature, &body, &macros);
-    let params: Vec<String> = signature
-        .params
-        .iter()
-        .map(|p| p.name.to_string())
-        .collect();
-    crate::preaccumulate::check(&body, &params, &activity, errors);
-    if !errors.is_empty() {
-        return None;
-    }
     let names = Names::new(signature.precision);
     let return_shape = match &signature.output {
         Output::Real => Shape::Real,

@@ -29,6 +29,19 @@ fn marked(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| a.path().is_ident(PREACCUMULATE))
 }
 
+/// True if the body has a `#[preaccumulate]` anywhere.
+pub(crate) fn used(body: &Block) -> bool {
+    struct Finder(bool);
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+            self.0 |= attr.path().is_ident(PREACCUMULATE);
+        }
+    }
+    let mut finder = Finder(false);
+    finder.visit_block(body);
+    finder.0
+}
+
 /// Checks every `#[preaccumulate]` in the body (`params`: the function's
 /// parameter names).
 pub(crate) fn check(body: &Block, params: &[String], activity: &Activity, errors: &Errors) {

@@ -1,7 +1,8 @@
 use deltad::differentiate;
 
-// No sum: nothing would carry the iterations' contributions.
-#[differentiate]
+// No sum: nothing would carry the iterations' contributions (on the tape;
+// the compiled path differentiates the loop as it is).
+#[differentiate(tape)]
 fn no_sum(w: &[f64]) -> f64 {
     #[preaccumulate]
     for i in 0..w.len() {

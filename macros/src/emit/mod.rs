@@ -66,8 +66,11 @@ pub(crate) struct TwinAlias {
 
 /// What the generated recording pass does.
 pub(crate) enum Bodies {
-    /// The rewritten body of the function.
+    /// The rewritten body of the function (the tape path).
     Real(RecordingPass),
+    /// The function took the compiled path: its recording pass records it
+    /// as one node whose partials its adjoint computes.
+    Compiled,
     /// A custom primitive: the primal function and the user's derivative
     /// function at this path (relocated into the generated module).
     Custom(syn::Path),
@@ -385,9 +388,7 @@ impl<'a> Generator<'a> {
             _ => self.bridge(stub),
         };
         let (record, aliases) = match bodies {
-            Bodies::Real(_) if self.compiled.is_some() => {
-                (self.record(record::Body::Compiled), Vec::new())
-            }
+            Bodies::Compiled => (self.record(record::Body::Compiled), Vec::new()),
             Bodies::Real(pass) => (
                 self.record(record::Body::Rewritten(pass.body)),
                 pass.twin_aliases,

@@ -52,6 +52,12 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = local.span();
+        if let Some(attr) = local.attrs.iter().find(|a| a.path().is_ident("checkpoint")) {
+            return Err(Unsupported::new(
+                attr.span(),
+                "checkpointed calls (`#[checkpoint] let y = f(..);`) are not on the compiled path yet",
+            ));
+        }
         if let Some(init) = &local.init {
             if init.diverge.is_some() {
                 return Err(Unsupported::new(
