@@ -124,8 +124,8 @@ pub mod __private {
     };
     pub use crate::compiled::{
         lift_buffer, lifted, machine_value, recorded_values, result_ids, seed_buffer_and_sweep,
-        seed_of, split_dual, with_stack, ArrayParam, Bits, Discard, LiftBuffer, NoRecord,
-        PassActive, PassConstant, PlainParam, RealParam, Record, Reserved, ResultBuffer,
+        seed_of, split_dual, unit_seed, with_stack, zeros, ArrayParam, Bits, Discard, LiftBuffer,
+        NoRecord, PassActive, PassConstant, PlainParam, RealParam, Record, Reserved, ResultBuffer,
         ScalarSink, SliceParam, SliceSink, Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};

@@ -16,7 +16,18 @@ use crate::signature::{BufferOutput, Output, ParamKind, Signature};
 /// True if the function's parameters and result have compiled-pass
 /// conventions (reals, buffers of reals, plain values; a real result).
 pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
-    (matches!(signature.output, Output::Real) || signature.buffer_output().is_some())
+    // (An array result whose length is a const parameter has no type
+    // callers could name without the parameter.)
+    let const_generic = signature
+        .generics
+        .iter()
+        .any(|g| matches!(g, syn::GenericParam::Const(_)));
+    let output = match signature.buffer_output() {
+        Some(BufferOutput::Array(_)) => !const_generic,
+        Some(BufferOutput::Vec) => true,
+        None => matches!(signature.output, Output::Real),
+    };
+    output
         && signature.params.iter().all(|p| {
             matches!(
                 p.kind,
@@ -154,11 +165,14 @@ impl Generator<'_> {
                 quote!(#tape.gradient_into(__deltad_output.id(), #out, #adjoints);),
             ),
             Some(buffer) => (
-                match buffer {
+                match &buffer {
                     BufferOutput::Vec => quote!(::std::vec::Vec<#s>),
                     BufferOutput::Array(len) => quote!([#s; #len]),
                 },
-                quote!(::std::vec::Vec<#s>),
+                match &buffer {
+                    BufferOutput::Vec => quote!(::std::vec::Vec<#s>),
+                    BufferOutput::Array(len) => quote!([#s; #len]),
+                },
                 quote!(::deltad::__private::seed_buffer_and_sweep(#tape, &__deltad_output, &#out[..], #adjoints);),
             ),
         };
@@ -329,21 +343,22 @@ impl Generator<'_> {
                     let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                     let #value = #elements(&#value);
                     let #count = #value.len();
-                    let #kept = ::core::clone::Clone::clone(&*#stack);
+                    ::deltad::__private::with_stack::<#s, _>(|#kept| {
+                    ::core::clone::Clone::clone_from(&mut *#kept, &*#stack);
                     let mut #outputs = ::std::vec::Vec::with_capacity(#count);
                     for #k in 0..#count {
                         if #k > 0 {
-                            ::core::clone::Clone::clone_from(&mut *#stack, &#kept);
+                            ::core::clone::Clone::clone_from(&mut *#stack, &*#kept);
                         }
                         #(#gradients)*
-                        let mut #seed: ::std::vec::Vec<#s> = ::std::vec![#zero; #count];
-                        #seed[#k] = <#s as ::deltad::__private::Scalar>::one();
+                        let #seed = ::deltad::__private::unit_seed::<#s, _>(#count, #k);
                         #adj(&mut *#stack, #(#plain_args,)* #seed, #(#sinks),*);
                         let mut #partials: ::std::vec::Vec<#s> = ::std::vec::Vec::with_capacity(#ids.len());
                         #(#collect)*
                         #outputs.push(::deltad::__private::compiled_output(#tape, #value[#k], &#ids, &#partials));
                     }
                     #outputs
+                    })
                 });
                 #from_elements(#outputs.len(), |#k| #outputs[#k])
             };

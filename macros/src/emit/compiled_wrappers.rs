@@ -313,19 +313,22 @@ impl Generator<'_> {
             quote! {
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                 let #count = ::deltad::__private::ResultBuffer::elements(&#value).len();
-                let #kept = ::core::clone::Clone::clone(&*#stack);
+                // A copy of what the forward pass kept, in a second pooled
+                // stack.
+                ::deltad::__private::with_stack::<#prim, _>(|#kept| {
+                ::core::clone::Clone::clone_from(&mut *#kept, &*#stack);
                 let mut #rows = ::std::vec::Vec::with_capacity(#count);
                 for #k in 0..#count {
                     if #k > 0 {
-                        ::core::clone::Clone::clone_from(&mut *#stack, &#kept);
+                        ::core::clone::Clone::clone_from(&mut *#stack, &*#kept);
                     }
                     let mut #grad = #zero;
-                    let mut #seed: ::std::vec::Vec<#prim> = ::std::vec![0.0; #count];
-                    #seed[#k] = 1.0;
+                    let #seed = ::deltad::__private::unit_seed::<#prim, _>(#count, #k);
                     #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
                     #rows.push(#grad);
                 }
                 (#value, #rows)
+                })
             },
         );
         run

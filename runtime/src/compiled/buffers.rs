@@ -39,12 +39,16 @@ pub fn lift_buffer<S, B: LiftBuffer<S>>(buffer: B) -> B::Lifted {
     buffer.lift_buffer()
 }
 
-/// A buffer result of a pass on scalars `S`: its length and elements.
-pub trait ResultBuffer<S> {
+/// A buffer of scalars `S` as a whole value (a result, an adjoint): a
+/// `Vec` or an array.
+pub trait ResultBuffer<S>: Sized {
     /// The elements.
     fn elements(&self) -> &[S];
     /// A buffer of `len` elements, each made by `element`.
     fn from_elements(len: usize, element: impl FnMut(usize) -> S) -> Self;
+    /// The contents, leaving something empty (a `Vec`) or the same (an
+    /// array) behind: for an adjoint that is not read again.
+    fn take(&mut self) -> Self;
 }
 
 impl<S: Copy> ResultBuffer<S> for Vec<S> {
@@ -55,6 +59,10 @@ impl<S: Copy> ResultBuffer<S> for Vec<S> {
     #[inline]
     fn from_elements(len: usize, element: impl FnMut(usize) -> S) -> Self {
         (0..len).map(element).collect()
+    }
+    #[inline]
+    fn take(&mut self) -> Self {
+        core::mem::take(self)
     }
 }
 
@@ -68,6 +76,23 @@ impl<S: Copy, const N: usize> ResultBuffer<S> for [S; N] {
         assert_eq!(len, N, "deltad: an array result has a fixed length");
         core::array::from_fn(element)
     }
+    #[inline]
+    fn take(&mut self) -> Self {
+        *self
+    }
+}
+
+/// A buffer of `len` zeros (`-0.0`, the identity of addition) of the kind
+/// `B`.
+#[inline]
+pub fn zeros<S: Scalar, B: ResultBuffer<S>>(len: usize) -> B {
+    B::from_elements(len, |_| -S::zero())
+}
+
+/// The seed of output real `k` of `len`: 1 there, 0 elsewhere.
+#[inline]
+pub fn unit_seed<S: Scalar, B: ResultBuffer<S>>(len: usize, k: usize) -> B {
+    B::from_elements(len, |j| if j == k { S::one() } else { S::zero() })
 }
 
 /// The values and tangents of a buffer result computed on dual numbers
@@ -134,7 +159,7 @@ where
 
 /// Checks that a seed shaped like a buffer result has as many reals as the
 /// result, and copies it into the adjoint the compiled adjoint takes.
-pub fn seed_of<S: Copy>(seed: &[S], result_len: usize) -> Vec<S> {
+pub fn seed_of<S: Copy, B: ResultBuffer<S>>(seed: &[S], result_len: usize) -> B {
     assert_eq!(
         seed.len(),
         result_len,
@@ -142,5 +167,5 @@ pub fn seed_of<S: Copy>(seed: &[S], result_len: usize) -> Vec<S> {
         seed.len(),
         result_len
     );
-    seed.to_vec()
+    B::from_elements(seed.len(), |k| seed[k])
 }

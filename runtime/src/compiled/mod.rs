@@ -27,7 +27,7 @@ mod stack;
 
 pub use buffers::{
     lift_buffer, recorded_values, result_ids, seed_buffer_and_sweep, seed_of, split_dual,
-    LiftBuffer, ResultBuffer,
+    unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 
 pub use params::{

@@ -71,11 +71,24 @@ impl<S> Reserved<S> for NoRecord {
 
 /// The values a compiled forward pass keeps for its adjoint. (`Clone`:
 /// a Jacobian runs the adjoint once per output real from a copy of what one
-/// forward pass kept.)
-#[derive(Clone, Debug)]
+/// forward pass kept; `clone_from` reuses the copy's buffers.)
+#[derive(Debug)]
 pub struct Stack<S> {
     reals: Vec<S>,
     bits: Vec<u64>,
+}
+
+impl<S: Clone> Clone for Stack<S> {
+    fn clone(&self) -> Self {
+        Stack {
+            reals: self.reals.clone(),
+            bits: self.bits.clone(),
+        }
+    }
+    fn clone_from(&mut self, source: &Self) {
+        self.reals.clone_from(&source.reals);
+        self.bits.clone_from(&source.bits);
+    }
 }
 
 impl<S> Default for Stack<S> {

@@ -120,7 +120,7 @@ impl Passes<'_> {
             }
             let adjoint = self.adjoint(*var);
             if self.is_buffer(*var) {
-                adjoints.push(quote!(let mut #adjoint: ::std::vec::Vec<_>;));
+                adjoints.push(quote!(let mut #adjoint;));
             } else {
                 let s = &self.scalar;
                 let zero = self.zero();
@@ -272,9 +272,8 @@ impl Passes<'_> {
         };
         let storage = (self.useful(var) && self.is_buffer(var)).then(|| {
             let adjoint = self.adjoint(var);
-            let zero = self.zero();
-            let len = self.length(var, Side::Adjoint);
-            quote!(#adjoint = ::std::vec![#zero; #len];)
+            let storage = self.adjoint_storage(var, init.as_ref());
+            quote!(#adjoint = #storage;)
         });
         quote!(#value #length #storage)
     }

@@ -173,14 +173,10 @@ impl<'a> Passes<'a> {
         }
     }
 
-    /// The type of the adjoint of the result the adjoint takes: `S`, or
-    /// `Vec<S>` for a buffer result.
+    /// The type of the adjoint of the result the adjoint takes: the
+    /// result's type.
     pub(crate) fn output_adjoint_type(&self) -> TokenStream {
-        let s = &self.scalar;
-        match self.signature.buffer_output() {
-            None => quote!(#s),
-            Some(_) => quote!(::std::vec::Vec<#s>),
-        }
+        self.output_type()
     }
 
     /// The compiled passes' parameter list: differentiated reals as `S`,
@@ -313,7 +309,18 @@ impl<'a> Passes<'a> {
                 pub type #name = #marker;
             }
         });
-        quote!(#(#markers)*)
+        // The type of the result on scalars `S` (callers declare the
+        // adjoint of a buffer result with it).
+        let output = match signature.buffer_output() {
+            None => quote!(S),
+            Some(crate::signature::BufferOutput::Vec) => quote!(::std::vec::Vec<S>),
+            Some(crate::signature::BufferOutput::Array(len)) => quote!([S; #len]),
+        };
+        quote! {
+            #(#markers)*
+            #[doc(hidden)]
+            pub type __Out<S> = #output;
+        }
     }
 }
 

@@ -102,10 +102,40 @@ impl Passes<'_> {
         })
     }
 
+    /// The zeros a local buffer's adjoint starts from: an array where the
+    /// buffer is an array literal (no allocation), the kind of the
+    /// callee's result for a call's result (an array for an array: the
+    /// callee's adjoint takes it), else a `Vec` of its length.
+    pub(crate) fn adjoint_storage(&self, var: VarId, init: Option<&Expr>) -> TokenStream {
+        let zero = self.zero();
+        let len = self.length(var, Side::Adjoint);
+        match init.map(|i| &i.kind) {
+            Some(ExprKind::NewBuffer(NewBuffer::List(elems))) if self.function.vars[var].array => {
+                let count = elems.len();
+                quote!([#zero; #count])
+            }
+            Some(ExprKind::NewBuffer(NewBuffer::Repeat { len, .. }))
+                if self.function.vars[var].array =>
+            {
+                let len = self.value(len, Side::Adjoint);
+                quote!([#zero; #len])
+            }
+            Some(ExprKind::Call(call)) => {
+                let (s, path) = (&self.scalar, &call.path);
+                quote!(::deltad::__private::zeros::<#s, #path::__Out<#s>>(#len))
+            }
+            _ => quote!(::std::vec![#zero; #len]),
+        }
+    }
+
     /// The adjoint of `let var = value;` (whole buffer, not a new buffer).
     pub(crate) fn rev_whole_let(&self, var: VarId, value: &Expr) -> TokenStream {
         let adjoint = self.adjoint(var);
-        self.give_adjoint(value, quote!(::core::mem::take(&mut #adjoint)), &adjoint)
+        self.give_adjoint(
+            value,
+            quote!(::deltad::__private::ResultBuffer::take(&mut #adjoint)),
+            &adjoint,
+        )
     }
 
     /// The adjoint of `var = value;` (whole buffer): restore, give the
@@ -133,14 +163,20 @@ impl Passes<'_> {
         if !self.useful(var) {
             return quote!({ #restore });
         }
-        let zero = self.zero();
+        let s = &self.scalar;
         let give = self.give_adjoint(value, quote!(#taken), &taken);
+        // The first value of a variable: its adjoint is not read again.
+        let take = if first {
+            quote!(::deltad::__private::ResultBuffer::take(&mut #adjoint))
+        } else {
+            quote!(::core::mem::replace(
+                &mut #adjoint,
+                ::deltad::__private::zeros::<#s, _>(#old_length),
+            ))
+        };
         quote!({
             #restore
-            let mut #taken = ::core::mem::replace(
-                &mut #adjoint,
-                ::std::vec![#zero; #old_length],
-            );
+            let mut #taken = #take;
             #give
         })
     }
