@@ -95,30 +95,14 @@ impl Math {
         !(self.rule == Rule::Powi && index == 1)
     }
 
-    /// True if a partial derivative can be infinite (or undefined) where
-    /// the value is finite: `sqrt` and `cbrt` at 0, `asin`/`acos` at ±1,
-    /// `acosh` at 1, `powf`/`powi` at base 0; the logarithms, `recip`,
-    /// `atanh` and `tan` near their poles, to be safe.
+    /// True if a partial derivative can be infinite where the value is
+    /// finite: `sqrt` and `cbrt` at 0, `asin`/`acos` at ±1, `acosh` at 1,
+    /// `powf` at base 0. (Elsewhere an infinite partial comes with an
+    /// infinite value: `ln` at 0, `recip` at 0, a division by 0.)
     pub(crate) fn singular(&self) -> bool {
         matches!(
             self.name,
-            "sqrt"
-                | "cbrt"
-                | "asin"
-                | "acos"
-                | "acosh"
-                | "atanh"
-                | "tan"
-                | "ln"
-                | "log2"
-                | "log10"
-                | "ln_1p"
-                | "log"
-                | "recip"
-                | "powf"
-                | "powi"
-                | "rem_euclid"
-                | "div_euclid"
+            "sqrt" | "cbrt" | "asin" | "acos" | "acosh" | "powf"
         )
     }
 

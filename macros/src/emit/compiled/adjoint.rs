@@ -646,9 +646,6 @@ impl Passes<'_> {
                         format_ident!("__deltad_d_old", span = Span::mixed_site()),
                         format_ident!("__deltad_d_value", span = Span::mixed_site()),
                     );
-                    if op != AssignOp::Mul {
-                        adjoint_expr.mark_singular();
-                    }
                     let rule = match op {
                         AssignOp::Mul => quote!((#w, #old)),
                         AssignOp::Div => quote! {{

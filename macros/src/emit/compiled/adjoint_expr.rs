@@ -21,7 +21,7 @@ pub(crate) struct ExprAdjoint<'p, 'a> {
     values: HashMap<*const Expr, TokenStream>,
     next: usize,
     /// A partial of the statements can be infinite where the value it
-    /// belongs to is finite (`sqrt` at 0, a division): see
+    /// belongs to is finite (`sqrt` at 0): see
     /// [`finish_guarded`](Self::finish_guarded).
     singular: bool,
 }
@@ -44,12 +44,6 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
     pub(crate) fn finish(self) -> TokenStream {
         let statements = self.statements;
         quote!(#(#statements)*)
-    }
-
-    /// Marks the statements as multiplying by a partial that can be
-    /// infinite at a finite value.
-    pub(crate) fn mark_singular(&mut self) {
-        self.singular = true;
     }
 
     /// The statements, skipped when `adjoint` (the adjoint they propagate)
@@ -174,7 +168,6 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 }
             }
             ExprKind::Arith(ArithOp::Div, a, b) => {
-                self.singular = true;
                 let vb = self.scalar_value_of(b);
                 let quotient = self.fresh("q");
                 let s = &passes.scalar;
@@ -189,7 +182,6 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 }
             }
             ExprKind::Arith(ArithOp::Rem, a, b) => {
-                self.singular = true;
                 let (va, vb) = (self.scalar_value_of(a), self.scalar_value_of(b));
                 let (da, db) = (self.fresh("d"), self.fresh("d"));
                 self.statements.push(quote! {
