@@ -61,29 +61,67 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * a.abs().max(1.0)
 }
 
+/// The same checkpointed loop on the tape (whole-loop recording).
+#[differentiate(tape)]
+fn oscillator_checkpointed_tape(
+    x0: f64,
+    v0: f64,
+    k: f64,
+    c: f64,
+    #[no_grad] dt: f64,
+    steps: usize,
+) -> f64 {
+    let mut x = x0;
+    let mut v = v0;
+    #[checkpoint]
+    for _ in 0..steps {
+        let a = -k * x - c * v;
+        x += dt * v;
+        v += dt * a;
+    }
+    x * x + v
+}
+
 #[test]
 fn checkpointed_loops_give_the_same_derivatives() {
     for steps in [0, 1, 2, 3, 7, 10, 31, 100, 1000, 4097, 100_000] {
-        let (value, g) = oscillator::value_and_grad(1.0, 0.5, 2.0, 0.1, 1e-3, steps);
+        let args = (1.0, 0.5, 2.0, 0.1, 1e-3, steps);
+        // Compiled: the checkpointed loop runs each iteration's forward
+        // and adjoint code exactly as the plain loop does, so every
+        // derivative is the same to the last bit.
+        let (value, g) =
+            oscillator_compiled::value_and_grad(args.0, args.1, args.2, args.3, args.4, args.5);
         let (value_c, g_c) =
-            oscillator_checkpointed::value_and_grad(1.0, 0.5, 2.0, 0.1, 1e-3, steps);
+            oscillator_checkpointed::value_and_grad(args.0, args.1, args.2, args.3, args.4, args.5);
         assert_eq!(value, value_c, "{steps} steps");
         assert_eq!(
-            (g.x0, g.v0),
-            (g_c.x0, g_c.v0),
+            (g.x0, g.v0, g.k, g.c),
+            (g_c.x0, g_c.v0, g_c.k, g_c.c),
+            "{steps} steps"
+        );
+        // On the tape: the state adjoints to the last bit, the others to
+        // rounding (summed segment by segment).
+        let (value_t, g_t) =
+            oscillator::value_and_grad(args.0, args.1, args.2, args.3, args.4, args.5);
+        let (value_tc, g_tc) = oscillator_checkpointed_tape::value_and_grad(
+            args.0, args.1, args.2, args.3, args.4, args.5,
+        );
+        assert_eq!(value_t, value_tc, "{steps} steps");
+        assert_eq!(
+            (g_t.x0, g_t.v0),
+            (g_tc.x0, g_tc.v0),
             "{steps} steps: state adjoints"
         );
         assert!(
-            close(g.k, g_c.k) && close(g.c, g_c.c),
-            "{steps} steps: {g:?} vs {g_c:?}"
+            close(g_t.k, g_tc.k) && close(g_t.c, g_tc.c),
+            "{steps} steps: {g_t:?} vs {g_tc:?}"
         );
-        // The compiled adjoint sums in another order: equal to rounding
-        // (relative 1e-12 as above; the state's adjoints are products of
-        // `steps` Jacobians, each rounded once).
-        let (value_p, g_p) = oscillator_compiled::value_and_grad(1.0, 0.5, 2.0, 0.1, 1e-3, steps);
-        assert_eq!(value, value_p, "{steps} steps");
-        for (tape, compiled) in [(g.x0, g_p.x0), (g.v0, g_p.v0), (g.k, g_p.k), (g.c, g_p.c)] {
-            assert!(close(tape, compiled), "{steps} steps: {g:?} vs {g_p:?}");
+        // Between the engines: equal to rounding (relative 1e-12 as above;
+        // the state's adjoints are products of `steps` Jacobians, each
+        // rounded once, in another order).
+        assert_eq!(value, value_t, "{steps} steps");
+        for (tape, compiled) in [(g_t.x0, g.x0), (g_t.v0, g.v0), (g_t.k, g.k), (g_t.c, g.c)] {
+            assert!(close(tape, compiled), "{steps} steps: {g_t:?} vs {g:?}");
         }
     }
 }
@@ -91,7 +129,7 @@ fn checkpointed_loops_give_the_same_derivatives() {
 #[test]
 fn checkpointing_keeps_about_the_square_root_of_the_loop() {
     let plain = oscillator::tape_stats(1.0, 0.5, 2.0, 0.1, 1e-3, 100_000);
-    let checkpointed = oscillator_checkpointed::tape_stats(1.0, 0.5, 2.0, 0.1, 1e-3, 100_000);
+    let checkpointed = oscillator_checkpointed_tape::tape_stats(1.0, 0.5, 2.0, 0.1, 1e-3, 100_000);
     // Without checkpoints the loop keeps its partials for every iteration.
     assert!(plain.bytes_used > 100_000 * 8, "{plain:?}");
     // With them: ~√(2n) states of 2 reals plus a segment of ~√(n/2)
@@ -100,6 +138,29 @@ fn checkpointing_keeps_about_the_square_root_of_the_loop() {
         checkpointed.bytes_used * 100 < plain.bytes_used,
         "{checkpointed:?} vs {plain:?}"
     );
+}
+
+#[test]
+fn compiled_checkpointing_keeps_memory_of_the_square_root() {
+    let peak = |steps| {
+        let plain = oscillator_compiled::tape_stats(1.0, 0.5, 2.0, 0.1, 1e-3, steps);
+        let checkpointed = oscillator_checkpointed::tape_stats(1.0, 0.5, 2.0, 0.1, 1e-3, steps);
+        assert!(plain.compiled && checkpointed.compiled);
+        (plain.peak_bytes as f64, checkpointed.peak_bytes as f64)
+    };
+    let (plain_small, small) = peak(10_000);
+    let (plain_large, large) = peak(1_000_000);
+    // The plain loop keeps a value per iteration: 100 times the steps,
+    // 100 times the memory.
+    assert!(
+        plain_large > 50.0 * plain_small,
+        "{plain_small} -> {plain_large}"
+    );
+    // Checkpointed: √(2n) snapshots of the state and one segment of
+    // √(n/2) iterations at a time, so 100 times the steps take about 10
+    // times the memory (the stacks' buffers grow by doubling: up to 2x).
+    assert!(large < 25.0 * small, "{small} -> {large}");
+    assert!(large * 50.0 < plain_large, "{large} vs {plain_large}");
 }
 
 /// Falls from `h0` until the ground, then reports t·v: an early return from

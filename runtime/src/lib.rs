@@ -123,10 +123,10 @@ pub mod __private {
         checkpointed_call, CheckpointRecorder, OwnedConstant, Rerun, Step,
     };
     pub use crate::compiled::{
-        lift_buffer, lifted, machine_value, recorded_values, result_ids, seed_buffer_and_sweep,
-        seed_of, split_dual, unit_seed, with_stack, zeros, ArrayParam, Bits, Discard, LiftBuffer,
-        NoRecord, PassActive, PassConstant, PlainParam, RealParam, Record, Reserved, ResultBuffer,
-        ScalarSink, SliceParam, SliceSink, Stack,
+        checkpoint_segment, lift_buffer, lifted, machine_value, recorded_values, result_ids,
+        seed_buffer_and_sweep, seed_of, split_dual, unit_seed, with_stack, zeros, ArrayParam, Bits,
+        Discard, LiftBuffer, NoRecord, PassActive, PassConstant, PlainParam, RealParam, Record,
+        Reserved, ResultBuffer, ScalarSink, SliceParam, SliceSink, Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

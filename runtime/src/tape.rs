@@ -589,6 +589,11 @@ pub struct TapeStats {
     /// Bytes the tape's (or the stack's) buffers have reserved (at least
     /// `bytes_used`).
     pub bytes_reserved: usize,
+    /// Compiled path: bytes the stack reserved over the forward pass and
+    /// the adjoint together, run on a fresh stack: the memory a gradient
+    /// takes (a checkpointed loop keeps its snapshots through the forward
+    /// pass, and one segment's values while the adjoint runs it again).
+    pub peak_bytes: usize,
 }
 
 impl TapeStats {

@@ -5,8 +5,11 @@ fn step(x: f64) -> f64 {
     x * 0.5
 }
 
+// The tape checkpoints loops it records as a whole (the compiled path
+// checkpoints any `for` loop):
+//
 // A call in the body: the loop is not straight-line arithmetic.
-#[differentiate]
+#[differentiate(tape)]
 fn calls(x: f64, steps: usize) -> f64 {
     let mut s = x;
     #[checkpoint]
@@ -17,7 +20,7 @@ fn calls(x: f64, steps: usize) -> f64 {
 }
 
 // Each iteration reads a different element: they would have to be kept.
-#[differentiate]
+#[differentiate(tape)]
 fn elements(x: f64, w: &[f64], steps: usize) -> f64 {
     let mut s = x;
     #[checkpoint]

@@ -47,6 +47,11 @@ pub(crate) enum LoopPlan {
     /// The trip count is kept; the loop variable, if the adjoint uses it,
     /// is the range's value at each count.
     Counted,
+    /// `#[checkpoint]`: the forward pass keeps the state at the start of
+    /// every segment of iterations and the trip count; the adjoint runs
+    /// each segment forward again (keeping what its iterations keep), then
+    /// backwards.
+    Checkpointed,
 }
 
 /// The plan of the compiled passes.
@@ -249,10 +254,43 @@ impl<'a> Planner<'a> {
             .expect("every loop has its statement")
     }
 
-    /// The reads of the adjoint code of each useful statement.
+    /// The reads of the adjoint code of each useful statement; a
+    /// checkpointed loop with adjoint work reads (to run its iterations
+    /// again) every variable from outside that its body uses.
     fn statement_reads(&mut self) {
         let function = self.function;
         function.body.each_stmt(&mut |stmt| self.reads_of(stmt));
+        function.body.each_stmt(&mut |stmt| {
+            let StmtKind::For { id, body, .. } = &stmt.kind else {
+                return;
+            };
+            if !function.loops[*id].checkpoint || !self.has_useful(body) {
+                return;
+            }
+            for var in outside_uses(body) {
+                // The loop's own variable is there; the result is only
+                // assigned on the way out (`return`).
+                if Some(var) == loop_var(stmt) || var == function.result {
+                    continue;
+                }
+                self.reads.push(Read {
+                    var,
+                    at: stmt.id,
+                    length: false,
+                });
+            }
+        });
+    }
+
+    /// True if `block` assigns a useful variable.
+    fn has_useful(&self, block: &Block) -> bool {
+        let mut useful = false;
+        block.each_stmt(&mut |stmt| match &stmt.kind {
+            StmtKind::Let { var, .. } => useful |= self.plan.useful[*var],
+            StmtKind::Assign { place, .. } => useful |= self.plan.useful[place.var()],
+            _ => {}
+        });
+        useful
     }
 
     fn reads_of(&mut self, stmt: &Stmt) {
@@ -586,6 +624,23 @@ impl<'a> Planner<'a> {
                         new_reads.push((cond, stmt.id));
                     }
                 }
+                StmtKind::For { id, var, range, .. } if function.loops[*id].checkpoint => {
+                    // Run again segment by segment: the range again, the
+                    // loop variable at any iteration.
+                    let settled = self.settled_expr(&range.start, stmt.id)
+                        && self.settled_expr(&range.end, stmt.id);
+                    if !settled {
+                        problem.get_or_insert_with(|| Unsupported::new(
+                            stmt.span,
+                            "a checkpointed loop whose bounds change inside it is not on the compiled path",
+                        ));
+                        return;
+                    }
+                    self.plan.loops[*id] = LoopPlan::Checkpointed;
+                    self.plan.index_needed[*id] = var.is_some_and(|v| self.plan.needed(v));
+                    new_reads.push((&range.start, stmt.id));
+                    new_reads.push((&range.end, stmt.id));
+                }
                 StmtKind::For { id, var, range, .. } => {
                     let settled = self.settled_expr(&range.start, stmt.id)
                         && self.settled_expr(&range.end, stmt.id);
@@ -715,6 +770,55 @@ impl<'a> Planner<'a> {
         }
         Ok(())
     }
+}
+
+fn loop_var(stmt: &Stmt) -> Option<VarId> {
+    match &stmt.kind {
+        StmtKind::For { var, .. } => *var,
+        _ => None,
+    }
+}
+
+/// The variables declared outside `body` that it uses (reads or writes).
+pub(crate) fn outside_uses(body: &Block) -> Vec<VarId> {
+    let mut declared = std::collections::HashSet::new();
+    let mut used = Vec::new();
+    body.each_stmt(&mut |stmt| {
+        match &stmt.kind {
+            StmtKind::Let { var, .. } => {
+                declared.insert(*var);
+            }
+            StmtKind::For { var: Some(var), .. } => {
+                declared.insert(*var);
+            }
+            StmtKind::Match { arms, .. } => {
+                for arm in arms {
+                    declared.extend(arm.vars.iter().copied());
+                }
+            }
+            StmtKind::Assign { place, .. } => used.push(place.var()),
+            _ => {}
+        }
+        stmt.each_expr(&mut |expr| {
+            expr.each_subexpr(&mut |e| match &e.kind {
+                ExprKind::Var(v) | ExprKind::Elem(v, _) | ExprKind::Len(v) => used.push(*v),
+                ExprKind::Opaque { reads, .. } => used.extend(reads.iter().copied()),
+                ExprKind::Call(call) => {
+                    for arg in &call.args {
+                        if let CallArg::Buffer(buffer) = arg {
+                            used.push(buffer.var);
+                        }
+                    }
+                }
+                ExprKind::Primitive(_, buffers) => used.extend(buffers.iter().map(|b| b.var)),
+                _ => {}
+            })
+        });
+    });
+    let mut outside: Vec<VarId> = used.into_iter().filter(|v| !declared.contains(v)).collect();
+    outside.sort_unstable();
+    outside.dedup();
+    outside
 }
 
 fn loop_id(stmt: &Stmt) -> Option<LoopId> {

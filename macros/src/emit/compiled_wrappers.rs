@@ -211,20 +211,41 @@ impl Generator<'_> {
         run
     }
 
-    /// `tape_stats`: what one forward pass keeps on the stack.
+    /// `tape_stats`: what one forward pass keeps on a fresh stack, and the
+    /// stack's size once the adjoint has run too.
     pub(super) fn compiled_stats_body(&self) -> TokenStream {
-        let fwd = Ident::new(FWD_FN, Span::call_site());
-        let args = self.pass_args(Scalar::Machine, true);
-        let stack = Ident::new("__deltad_stack", Span::mixed_site());
-        let output = self.pass_output_type(Scalar::Machine);
-        let (_, run) = self.with_stack(
-            Scalar::Machine,
-            quote! {
-                let _: #output = #fwd(&mut *#stack, #(#args),*);
-                ::deltad::__private::TapeStats::of_stack(#stack.stats())
-            },
+        let prim = &self.prim;
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
         );
-        run
+        let fwd_args = self.pass_args(Scalar::Machine, false);
+        let adj_args = self.pass_args(Scalar::Machine, true);
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let value = Ident::new("__deltad_value", Span::mixed_site());
+        let kept = Ident::new("__deltad_kept", Span::mixed_site());
+        let output = self.pass_output_type(Scalar::Machine);
+        let seed = match self.signature.buffer_output() {
+            None => quote!(<#prim as ::deltad::__private::Primitive>::ONE),
+            Some(_) => quote! {
+                ::deltad::__private::zeros::<#prim, _>(
+                    ::deltad::__private::ResultBuffer::elements(&#value).len(),
+                )
+            },
+        };
+        let sinks = self
+            .signature
+            .params
+            .iter()
+            .map(|_| quote!(::deltad::__private::Discard::<#prim>::new()));
+        quote! {
+            let mut #stack = ::deltad::__private::Stack::<#prim>::new();
+            let #value: #output = #fwd(&mut #stack, #(#fwd_args),*);
+            let mut #kept = ::deltad::__private::TapeStats::of_stack(#stack.stats());
+            #adj(&mut #stack, #(#adj_args,)* #seed, #(#sinks),*);
+            #kept.peak_bytes = #stack.stats().bytes_reserved;
+            #kept
+        }
     }
 
     pub(super) fn compiled_value_and_grad_body(&self, seed: Option<&Ident>) -> TokenStream {

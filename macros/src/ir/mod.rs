@@ -97,6 +97,10 @@ pub(crate) enum VarKind {
 /// A loop, for `break` and `continue`.
 pub(crate) struct LoopInfo {
     pub label: Option<Lifetime>,
+    /// `#[checkpoint]` (a `for` loop): the forward pass keeps snapshots of
+    /// the loop's state instead of what its iterations keep, and the
+    /// adjoint re-runs it segment by segment.
+    pub checkpoint: bool,
 }
 
 pub(crate) struct Block {
@@ -302,6 +306,9 @@ pub(crate) struct BufferRef {
 pub(crate) struct Call {
     /// The function as written (relocated).
     pub path: syn::Path,
+    /// `#[checkpoint] let y = f(..);`: the forward pass keeps nothing of
+    /// the callee; the adjoint runs its forward pass again first.
+    pub checkpoint: bool,
     pub args: Vec<CallArg>,
     /// The call expression as written (relocated), for plain calls.
     pub written: Box<syn::Expr>,

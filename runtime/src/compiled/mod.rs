@@ -34,8 +34,10 @@ pub use params::{
     lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PlainParam, RealParam,
     ScalarSink, SliceParam, SliceSink,
 };
+pub use stack::{
+    checkpoint_segment, with_stack, Bits, NoRecord, Record, Reserved, Stack, StackStats,
+};
 pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,
     F64_STACKS,
 };
-pub use stack::{with_stack, Bits, NoRecord, Record, Reserved, Stack, StackStats};

@@ -378,6 +378,18 @@ pub(crate) fn release_pooled_stacks() {
     release(&DUAL_F32_STACKS);
 }
 
+/// The number of iterations per segment of a checkpointed loop of `total`
+/// iterations: ⌈√(total/2)⌉ (at least 1), so that about √(2·total)
+/// snapshots of the state are kept and one segment is run again at a time.
+pub fn checkpoint_segment(total: usize) -> usize {
+    let target = total.div_ceil(2);
+    let mut segment = (target as f64).sqrt() as usize;
+    while segment * segment < target {
+        segment += 1;
+    }
+    segment.max(1)
+}
+
 /// Runs `f` with an empty stack of `S` (reused per thread for the machine
 /// floats and their dual numbers).
 #[inline]

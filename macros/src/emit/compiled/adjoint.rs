@@ -370,6 +370,7 @@ impl Passes<'_> {
                 range,
                 body,
             } => {
+                let loop_body = body;
                 let index_name = var.map(|v| self.name(v).clone());
                 let pattern = match (&index_name, plan.index_needed[*id]) {
                     (Some(name), true) => quote!(#name),
@@ -395,6 +396,9 @@ impl Passes<'_> {
                 };
                 visible.truncate(depth);
                 match plan.loops[*id] {
+                    LoopPlan::Checkpointed => {
+                        self.rev_checkpointed(*id, *var, range, loop_body, body)
+                    }
                     LoopPlan::Reversed => {
                         let reversed = range.reversed;
                         let range = self.range(range, Side::Adjoint);
@@ -536,9 +540,16 @@ impl Passes<'_> {
             }
         }
         let after = after.finish();
+        // A checkpointed call's forward pass kept nothing: it runs again,
+        // keeping its values, right before its adjoint.
+        let rerun = call.checkpoint.then(|| {
+            let fwd = self.callee(&call.path, "__fwd");
+            quote!(let _ = #fwd(&mut *#stack, #(#args),*);)
+        });
         quote! {
             {
                 #(#before)*
+                #rerun
                 #adj(&mut *#stack, #(#args,)* #adjoint, #(#sinks),*);
                 #after
             }

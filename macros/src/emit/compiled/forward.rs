@@ -15,6 +15,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
+use super::checkpoint::Recording;
 use super::values::Side;
 use super::{names, Passes};
 use crate::analyze::{Establish, LoopPlan};
@@ -47,11 +48,23 @@ impl Passes<'_> {
 
     /// `rec`, reborrowed.
     pub(crate) fn rec(&self) -> TokenStream {
-        let rec = names::record();
-        quote!(&mut *#rec)
+        match self.recording.get() {
+            Recording::Main => {
+                let rec = names::record();
+                quote!(&mut *#rec)
+            }
+            Recording::Silent => quote!(&mut ::deltad::__private::NoRecord),
+            Recording::Replay => {
+                let stack = names::stack();
+                quote!(&mut *#stack)
+            }
+        }
     }
 
     fn push_real(&self, value: TokenStream) -> TokenStream {
+        if self.recording.get() == Recording::Silent {
+            return TokenStream::new();
+        }
         if self.in_room.get() {
             let room = names::room();
             return quote!(::deltad::__private::Reserved::real(&mut #room, #value););
@@ -61,6 +74,9 @@ impl Passes<'_> {
     }
 
     pub(crate) fn push_bits(&self, value: TokenStream) -> TokenStream {
+        if self.recording.get() == Recording::Silent {
+            return TokenStream::new();
+        }
         if self.in_room.get() {
             let room = names::room();
             return quote!(::deltad::__private::Reserved::bits(&mut #room, ::deltad::__private::Bits::to_bits(#value)););
@@ -187,7 +203,25 @@ impl Passes<'_> {
     fn exit_chain(&self, frames: &[Frame], target: Option<LoopId>) -> TokenStream {
         let plan = &self.analysis.plan;
         let mut pushes = Vec::new();
+        let outer = self.recording.get();
         for frame in frames.iter().rev() {
+            if let Frame::Loop { id, stmt } = *frame {
+                // A checkpointed loop run again in the adjoint: what
+                // lies outside it was kept by the forward pass.
+                if self.replaying.get() == Some(id) {
+                    break;
+                }
+                if Some(id) != target
+                    && plan.loops[id] == LoopPlan::Checkpointed
+                    && plan.has_reverse[stmt]
+                {
+                    // Leaving a checkpointed loop: its end, and what lies
+                    // outside it, on the forward pass's record.
+                    pushes.push(self.loop_end(id));
+                    self.recording.set(Recording::Main);
+                    continue;
+                }
+            }
             match *frame {
                 Frame::Block { id, index } => pushes.push(self.epilogue(self.block(id), index)),
                 Frame::If { stmt, branch } => {
@@ -211,7 +245,19 @@ impl Passes<'_> {
                 }
             }
         }
+        self.recording.set(outer);
         quote!(#(#pushes)*)
+    }
+
+    /// `break` or `continue` to `target` (or `return`, with `None`) in the
+    /// iterations of a checkpointed loop run again in the adjoint, when it
+    /// leaves that loop: the end of the segment's run.
+    fn leaves_replay(&self, target: Option<LoopId>) -> Option<TokenStream> {
+        let replayed = self.replaying.get()?;
+        if target == Some(replayed) || target.is_some_and(|t| self.inside_replayed(t)) {
+            return None;
+        }
+        Some(self.replay_break(replayed))
     }
 
     fn fwd_stmt(&self, stmt: &Stmt, frames: &mut Vec<Frame>) -> TokenStream {
@@ -319,6 +365,9 @@ impl Passes<'_> {
                 } else {
                     self.range(range, Side::Forward)
                 };
+                if plan.loops[*id] == LoopPlan::Checkpointed && plan.has_reverse[stmt.id] {
+                    return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
+                }
                 if let Some((reals, words)) = self.room_per_iteration(stmt) {
                     // Room for every push of the loop, reserved before it.
                     let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
@@ -367,16 +416,25 @@ impl Passes<'_> {
             ),
             StmtKind::Break { target } => {
                 let chain = self.exit_chain(frames, Some(*target));
+                if let Some(leave) = self.leaves_replay(Some(*target)) {
+                    return quote!({ #chain #leave });
+                }
                 let label = self.label(*target);
                 quote!({ #chain break #label; })
             }
             StmtKind::Continue { target } => {
                 let chain = self.exit_chain(frames, Some(*target));
+                if let Some(leave) = self.leaves_replay(Some(*target)) {
+                    return quote!({ #chain #leave });
+                }
                 let label = self.label(*target);
                 quote!({ #chain continue #label; })
             }
             StmtKind::Return => {
                 let chain = self.exit_chain(frames, None);
+                if let Some(leave) = self.leaves_replay(None) {
+                    return quote!({ #chain #leave });
+                }
                 let result = self.name(self.function.result);
                 quote!({ #chain return #result; })
             }
@@ -453,7 +511,9 @@ impl Passes<'_> {
                         quote!(#written)
                     }
                 } else {
-                    let rec = if self.useful(var) {
+                    // A checkpointed call keeps nothing: the adjoint runs
+                    // it again.
+                    let rec = if self.useful(var) && !call.checkpoint {
                         self.rec()
                     } else {
                         quote!(&mut ::deltad::__private::NoRecord)

@@ -21,6 +21,7 @@ use crate::signature::{ParamKind, Signature};
 
 mod adjoint;
 mod adjoint_expr;
+mod checkpoint;
 mod forward;
 mod promote;
 mod reserve;
@@ -52,6 +53,12 @@ pub(crate) struct Passes<'a> {
     pub windows: std::cell::RefCell<Vec<promote::Window>>,
     /// A counter for generated locals unique in the function.
     pub next_local: std::cell::Cell<usize>,
+    /// Where the forward code being emitted keeps values
+    /// (`checkpoint.rs`).
+    pub recording: std::cell::Cell<checkpoint::Recording>,
+    /// The checkpointed loop whose iterations are being emitted for the
+    /// adjoint to run again, if any.
+    pub replaying: std::cell::Cell<Option<crate::ir::LoopId>>,
 }
 
 /// Generated names (mixed-site: they never meet the user's).
@@ -95,6 +102,8 @@ impl<'a> Passes<'a> {
             promoted: std::cell::RefCell::new(Vec::new()),
             windows: std::cell::RefCell::new(Vec::new()),
             next_local: std::cell::Cell::new(0),
+            recording: std::cell::Cell::new(checkpoint::Recording::Main),
+            replaying: std::cell::Cell::new(None),
         }
     }
 

@@ -26,6 +26,10 @@ impl Passes<'_> {
         if plan.exits[stmt.id] || has_jump(body) || !plan.has_reverse[stmt.id] {
             return None;
         }
+        // Nothing is kept inside a checkpointed loop's forward pass.
+        if self.recording.get() == super::checkpoint::Recording::Silent {
+            return None;
+        }
         self.block_pushes(body)
             .filter(|&(reals, words)| reals + words > 0)
     }

@@ -41,7 +41,7 @@ impl Passes<'_> {
                 lift(quote!(::core::clone::Clone::clone(&#source)))
             }
             ExprKind::Call(call) if self.is_active(value) => {
-                let rec = if self.useful(var) {
+                let rec = if self.useful(var) && !call.checkpoint {
                     self.rec()
                 } else {
                     quote!(&mut ::deltad::__private::NoRecord)
@@ -179,6 +179,22 @@ impl Passes<'_> {
             let mut #taken = #take;
             #give
         })
+    }
+
+    /// Puts the value of `var` (pushed by `push_var`) back from the stack.
+    pub(crate) fn restore_var(&self, var: VarId) -> TokenStream {
+        if self.is_buffer(var) {
+            return self.restore_buffer(var);
+        }
+        let name = self.name(var);
+        let pop = if self.active(var) {
+            let stack = names_stack();
+            quote!(#stack.pop_real())
+        } else {
+            let ty = self.plain_type(var);
+            self.pop_bits(ty)
+        };
+        quote!(#name = #pop;)
     }
 
     /// Puts the old contents of buffer `var` back from the stack.

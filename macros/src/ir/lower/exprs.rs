@@ -486,6 +486,7 @@ impl Lowerer {
         }
         Ok(Some(Call {
             path: path.clone(),
+            checkpoint: false,
             args,
             written: Box::new(SynExpr::Call(call.clone())),
         }))

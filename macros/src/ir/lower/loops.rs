@@ -28,16 +28,13 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = for_loop.span();
-        for attr in &for_loop.attrs {
-            if attr.path().is_ident("checkpoint") {
-                return Err(Unsupported::new(
-                    attr.span(),
-                    "`#[checkpoint]` loops are not on the compiled path yet",
-                ));
-            }
-        }
+        let checkpoint = for_loop
+            .attrs
+            .iter()
+            .any(|attr| attr.path().is_ident("checkpoint"));
         let walk = self.walk(&for_loop.expr, out)?;
         let id = self.enter_loop(for_loop.label.as_ref(), None);
+        self.loops[id].checkpoint = checkpoint;
         let result = self.with_scope(|this| match walk {
             Walk::Range(range) => {
                 let var = match &*for_loop.pat {

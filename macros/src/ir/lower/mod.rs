@@ -334,6 +334,7 @@ impl Lowerer {
         let label = label.map(|l| l.name.clone());
         self.loops.push(LoopInfo {
             label: label.clone(),
+            checkpoint: false,
         });
         self.loop_stack.push(LoopFrame { id, label, target });
         id

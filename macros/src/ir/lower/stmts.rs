@@ -53,10 +53,7 @@ impl Lowerer {
     ) -> Lowered<()> {
         let span = local.span();
         if let Some(attr) = local.attrs.iter().find(|a| a.path().is_ident("checkpoint")) {
-            return Err(Unsupported::new(
-                attr.span(),
-                "checkpointed calls (`#[checkpoint] let y = f(..);`) are not on the compiled path yet",
-            ));
+            return self.checkpointed_call(local, attr, rest, out);
         }
         if let Some(init) = &local.init {
             if init.diverge.is_some() {
@@ -156,6 +153,59 @@ impl Lowerer {
             },
         ));
         self.bind(name, var);
+        Ok(())
+    }
+
+    /// `#[checkpoint] let name = f(..);`: a call of a differentiated
+    /// function, its value a real (or a buffer).
+    fn checkpointed_call(
+        &mut self,
+        local: &syn::Local,
+        attr: &syn::Attribute,
+        rest: &[syn::Stmt],
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let not_a_call = || {
+            Unsupported::new(
+                attr.span(),
+                "#[checkpoint] on a `let` checkpoints the call of a `#[differentiate]` function it binds (`let y = f(..);`)",
+            )
+        };
+        let (Some(init), syn::Pat::Ident(ident)) = (&local.init, &local.pat) else {
+            return Err(not_a_call());
+        };
+        let SynExpr::Call(call) = strip(&init.expr) else {
+            return Err(not_a_call());
+        };
+        if ident.by_ref.is_some() || ident.subpat.is_some() || init.diverge.is_some() {
+            return Err(not_a_call());
+        }
+        let Some(mut lowered) = self.user_call(call, out)? else {
+            return Err(not_a_call());
+        };
+        lowered.checkpoint = true;
+        let buffer = self.is_buffer_value(&ident.ident, &init.expr, rest);
+        let var = self.new_var(Var {
+            name: ident.ident.clone(),
+            mutable: ident.mutability.is_some(),
+            origin: Origin::Local,
+            kind: if buffer {
+                VarKind::Buffer
+            } else {
+                VarKind::Scalar
+            },
+            array: false,
+            annotation: None,
+            span: ident.ident.span(),
+        });
+        out.push(self.stmt(
+            local.span(),
+            StmtKind::Let {
+                var,
+                init: Some(Expr::new(ExprKind::Call(lowered), init.expr.span())),
+            },
+        ));
+        self.bind(&ident.ident, var);
         Ok(())
     }
 
