@@ -70,6 +70,39 @@ fn rosenbrock_hessian_is_exact() {
         .map(|row| row.iter().zip(&v).map(|(a, b)| a * b).sum())
         .collect();
     assert_close(&hv.x, &expected_hv, "H v");
+    // The gradient and H v from one pass: the same H v, and the gradient
+    // `grad` computes (to rounding: dual arithmetic adds the same terms).
+    let (gradient, hv_too) = rosenbrock::grad_and_hvp(&x, &rosenbrock::Grad { x: v.to_vec() });
+    assert_eq!(hv_too.x, hv.x);
+    assert_close_tol(&gradient.x, &rosenbrock::grad(&x).x, 1e-14, "gradient");
+}
+
+/// The same on the tape.
+#[differentiate(tape)]
+fn rosenbrock_tape(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s += 100.0 * a * a + b * b;
+    }
+    s
+}
+
+#[test]
+fn gradient_and_hessian_vector_product_in_one_pass_on_the_tape() {
+    let x = [1.2, -0.7, 0.4, 2.0, -1.1];
+    let v = rosenbrock_tape::Grad {
+        x: vec![0.5, -1.0, 0.25, 2.0, -0.5],
+    };
+    let (gradient, hv) = rosenbrock_tape::grad_and_hvp(&x, &v);
+    assert_eq!(hv.x, rosenbrock_tape::hvp(&x, &v).x);
+    let expected: Vec<f64> = rosenbrock_hessian(&x)
+        .iter()
+        .map(|row| row.iter().zip(&v.x).map(|(a, b)| a * b).sum())
+        .collect();
+    assert_close(&hv.x, &expected, "H v");
+    assert_close_tol(&gradient.x, &rosenbrock_tape::grad(&x).x, 1e-14, "gradient");
 }
 
 /// ½ xᵀ A x + bᵀ x with A given by its rows: Hessian (A + Aᵀ)/2.

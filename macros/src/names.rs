@@ -71,6 +71,7 @@ pub(crate) mod items {
     pub const RERUN_FN: &str = "__deltad_rerun";
     pub const JVP_FN: &str = "__deltad_jvp";
     pub const HVP_FN: &str = "__deltad_hvp";
+    pub const GRAD_AND_HVP_FN: &str = "__deltad_grad_and_hvp";
     pub const HESSIAN_FN: &str = "__deltad_hessian";
     pub const HESSIAN_DIAGONAL_FN: &str = "__deltad_hessian_diagonal";
     pub const LAPLACIAN_FN: &str = "__deltad_laplacian";

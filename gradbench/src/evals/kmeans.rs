@@ -36,13 +36,13 @@ pub fn cost(centroids: &[f64], #[no_grad] points: &[f64], d: usize) -> f64 {
     total
 }
 
-/// The Newton direction J ⊘ diag(H), row-major like the centroids.
+/// The Newton direction J ⊘ diag(H), row-major like the centroids: the
+/// gradient and H·1 from one forward-over-reverse pass.
 pub fn direction(centroids: &[f64], points: &[f64], d: usize) -> Vec<f64> {
-    let gradient = cost::grad(centroids, points, d);
     let ones = cost::Grad {
         centroids: vec![1.0; centroids.len()],
     };
-    let diagonal = cost::hvp(centroids, points, d, &ones);
+    let (gradient, diagonal) = cost::grad_and_hvp(centroids, points, d, &ones);
     gradient
         .centroids
         .iter()

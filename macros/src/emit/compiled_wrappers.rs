@@ -384,7 +384,8 @@ impl Generator<'_> {
     }
 
     /// One forward-over-reverse evaluation with tangents from the `Seeds`
-    /// local `seeds`: an expression `(value, Grad of the adjoint tangents)`.
+    /// local `seeds`: an expression `(value, Grad of the adjoints' values
+    /// (the gradient), Grad of their tangents (H·v))`.
     pub(super) fn compiled_forward_over_reverse(&self, seeds: &Ident) -> TokenStream {
         let prim = &self.prim;
         let dual = quote!(::deltad::__private::Dual<#prim>);
@@ -395,7 +396,10 @@ impl Generator<'_> {
         );
         let inputs = self.compiled_dual_inputs(seeds);
         let mut adjoints = Vec::new();
+        // The `Grad` fields of the adjoints' tangents (H·v) and values (the
+        // gradient).
         let mut fields = Vec::new();
+        let mut value_fields = Vec::new();
         for param in &self.signature.params {
             let name = &param.name;
             let adjoint = self.dual_adjoint(name);
@@ -403,23 +407,26 @@ impl Generator<'_> {
                 ParamKind::Real => {
                     adjoints.push(quote!(let mut #adjoint: #dual = #zero;));
                     fields.push(quote!(#name: #adjoint.tangent));
+                    value_fields.push(quote!(#name: #adjoint.value));
                 }
                 kind if kind.is_active() => {
                     adjoints.push(quote!(let mut #adjoint: ::std::vec::Vec<#dual> = ::std::vec![#zero; #name.len()];));
-                    let field = match kind {
+                    let field = |part: TokenStream| match kind {
                         ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
-                            quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoint[__deltad_k].tangent))
+                            quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoint[__deltad_k].#part))
                         }
                         _ => {
-                            quote!(#name: #adjoint.iter().map(|__deltad_d| __deltad_d.tangent).collect())
+                            quote!(#name: #adjoint.iter().map(|__deltad_d| __deltad_d.#part).collect())
                         }
                     };
-                    fields.push(field);
+                    fields.push(field(quote!(tangent)));
+                    value_fields.push(field(quote!(value)));
                 }
                 _ => {}
             }
         }
         let grad = Ident::new(items::GRAD, Span::call_site());
+        let grad_type = self.grad_type();
         let phantom = self
             .no_active_params()
             .then(|| quote!(__deltad_element: ::core::marker::PhantomData,));
@@ -441,7 +448,9 @@ impl Generator<'_> {
             #(#inputs)*
             #(#adjoints)*
             let __deltad_value: #dual = #run;
-            (__deltad_value.value, #grad { #(#fields,)* #phantom })
+            let __deltad_gradient: #grad_type = #grad { #(#value_fields,)* #phantom };
+            let __deltad_hv: #grad_type = #grad { #(#fields,)* #phantom };
+            (__deltad_value.value, __deltad_gradient, __deltad_hv)
         }}
     }
 }

@@ -116,6 +116,7 @@ fn generated_items_are_documented() {
         "jacobian",
         "jvp",
         "hvp",
+        "grad_and_hvp",
         "hessian",
         "hessian_diagonal",
         "laplacian",

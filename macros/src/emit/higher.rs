@@ -133,10 +133,11 @@ impl Generator<'_> {
     }
 
     /// One forward-over-reverse pass with tangents from the `Seeds` local
-    /// `seeds`: statements ending in `(value, tangent adjoints)` where the
-    /// tangent adjoints are a `Grad` (H·tangent).
+    /// `seeds`: statements ending in `(value, gradient, H·tangent)`, the
+    /// last two `Grad`s (the values and the tangents of the adjoints).
     fn forward_over_reverse(&self, seeds: &Ident, repeated: bool) -> TokenStream {
         let prim = &self.prim;
+        let grad_type = self.grad_type();
         let (tape, adjoints) = (&self.names.tape, self.names.local("adjoints"));
         let reader = self.names.local("reader");
         let output = self.names.local("output");
@@ -153,13 +154,16 @@ impl Generator<'_> {
             ..
         } = self.inputs_in(&reader, &mode);
         let hv = self.grad_value(&reader, &quote!(&__deltad_tangents[..]), &fields);
+        let gradient = self.grad_value(&reader, &quote!(&__deltad_values[..]), &fields);
         quote! {
             <::deltad::__private::Dual<#prim> as ::deltad::__private::Scalar>::with_tape(|#tape, #adjoints| {
                 #(#prepare)*
                 let #output = #record_fn(#tape, #(#record_args),*);
                 ::deltad::__private::sweep_from(#tape, &#output, #adjoints);
-                let (_, __deltad_tangents) = ::deltad::__private::split_duals(&#adjoints[..]);
-                (#output.value().value, #hv)
+                let (__deltad_values, __deltad_tangents) = ::deltad::__private::split_duals(&#adjoints[..]);
+                let __deltad_gradient: #grad_type = #gradient;
+                let __deltad_hv: #grad_type = #hv;
+                (#output.value().value, __deltad_gradient, __deltad_hv)
             })
         }
     }
@@ -196,6 +200,7 @@ impl Generator<'_> {
         let prim = &self.prim;
         let grad_type = self.grad_type();
         let name_of = |name: &str| Ident::new(name, Span::call_site());
+        let grad_and_hvp_fn = name_of(items::GRAD_AND_HVP_FN);
         let (hvp_fn, hessian_fn, diagonal_fn, laplacian_fn, flatten) = (
             name_of(items::HVP_FN),
             name_of(items::HESSIAN_FN),
@@ -231,12 +236,19 @@ impl Generator<'_> {
             let mut __deltad_flat = ::std::vec::Vec::new();
             #flatten(#v, &mut __deltad_flat);
             let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
-            #once.1
+            #once.2
+        });
+        let grad_and_hvp_body = body(quote! {
+            let mut __deltad_flat = ::std::vec::Vec::new();
+            #flatten(#v, &mut __deltad_flat);
+            let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
+            let (_, __deltad_gradient, __deltad_hv) = #once;
+            (__deltad_gradient, __deltad_hv)
         });
         let rows = quote! {
             (0..#count).map(|__deltad_i| -> #grad_type {
                 let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(__deltad_i);
-                #repeated.1
+                #repeated.2
             })
         };
         let hessian_body = body(quote!(#rows.collect()));
@@ -265,11 +277,20 @@ impl Generator<'_> {
             format!("The Laplacian of `{fn_name}`: the trace of its Hessian; one forward-over-reverse pass per input real."),
         ];
         let [hvp_doc, hessian_doc, diagonal_doc, laplacian_doc] = &docs;
+        let grad_and_hvp_doc = format!(
+            "The gradient of `{fn_name}` and its Hessian times `v`, from the one forward-over-reverse pass `hvp` runs (the gradient is the values of the adjoints whose tangents are H·v): the price of `hvp` alone."
+        );
         quote! {
             #[doc = #hvp_doc]
             #[inline]
             pub fn #hvp_fn #generics (#(#params,)* #v: &#grad_type) -> #grad_type #where_clause {
                 #hvp_body
+            }
+
+            #[doc = #grad_and_hvp_doc]
+            #[inline]
+            pub fn #grad_and_hvp_fn #generics (#(#params,)* #v: &#grad_type) -> (#grad_type, #grad_type) #where_clause {
+                #grad_and_hvp_body
             }
 
             #[doc = #hessian_doc]

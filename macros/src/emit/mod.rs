@@ -232,8 +232,9 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         && !has_in_out
         && has_check(signature))
     .then(|| {
-        let (hvp, hessian, diagonal, laplacian) = (
+        let (hvp, grad_and_hvp, hessian, diagonal, laplacian) = (
             name_of(items::HVP_FN),
+            name_of(items::GRAD_AND_HVP_FN),
             name_of(items::HESSIAN_FN),
             name_of(items::HESSIAN_DIAGONAL_FN),
             name_of(items::LAPLACIAN_FN),
@@ -241,6 +242,8 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         quote! {
             #[doc(inline)]
             pub use self::#impl_module::#hvp as hvp;
+            #[doc(inline)]
+            pub use self::#impl_module::#grad_and_hvp as grad_and_hvp;
             #[doc(inline)]
             pub use self::#impl_module::#hessian as hessian;
             #[doc(inline)]

@@ -395,6 +395,10 @@ impl Passes<'_> {
                     None => (self.rev_block(body, visible), Default::default()),
                 };
                 visible.truncate(depth);
+                let guard = |reversed: TokenStream| match self.nonzero_inflow(loop_body) {
+                    Some(nonzero) => quote!(if #nonzero { #reversed }),
+                    None => reversed,
+                };
                 match plan.loops[*id] {
                     LoopPlan::Checkpointed => {
                         self.rev_checkpointed(*id, *var, range, loop_body, body)
@@ -412,7 +416,7 @@ impl Passes<'_> {
                             each,
                             after,
                         } = rolled;
-                        quote!({ #before for #pattern in #walk { #body #each } #after })
+                        guard(quote!({ #before for #pattern in #walk { #body #each } #after }))
                     }
                     LoopPlan::Counted => {
                         let count = count_local(*id);
@@ -430,8 +434,7 @@ impl Passes<'_> {
                             };
                             let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
                             let j = format_ident!("__deltad_j", span = Span::mixed_site());
-                            quote! {
-                                let #count: usize = #pop;
+                            let looped = guard(quote! {
                                 let #walk = #range;
                                 for #j in (0..#count).rev() {
                                     let #pattern = ::core::iter::Iterator::nth(
@@ -439,11 +442,16 @@ impl Passes<'_> {
                                     ).expect("deltad: the loop ran this iteration");
                                     #body
                                 }
-                            }
-                        } else {
+                            });
                             quote! {
                                 let #count: usize = #pop;
-                                for _ in 0..#count { #body }
+                                #looped
+                            }
+                        } else {
+                            let looped = guard(quote!(for _ in 0..#count { #body }));
+                            quote! {
+                                let #count: usize = #pop;
+                                #looped
                             }
                         }
                     }
@@ -452,10 +460,16 @@ impl Passes<'_> {
             StmtKind::While { id, body, .. } | StmtKind::Loop { id, body } => {
                 let count = count_local(*id);
                 let pop = self.pop_bits(quote!(usize));
+                let nonzero = self.nonzero_inflow(body);
                 let body = self.rev_block(body, visible);
+                let looped = quote!(for _ in 0..#count { #body });
+                let looped = match nonzero {
+                    Some(nonzero) => quote!(if #nonzero { #looped }),
+                    None => looped,
+                };
                 quote! {
                     let #count: usize = #pop;
-                    for _ in 0..#count { #body }
+                    #looped
                 }
             }
             StmtKind::Block(block) => self.rev_block(block, visible),

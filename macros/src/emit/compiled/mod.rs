@@ -25,6 +25,7 @@ mod checkpoint;
 mod forward;
 mod promote;
 mod reserve;
+mod skip;
 mod values;
 mod whole;
 

@@ -34,7 +34,7 @@ impl Passes<'_> {
             .filter(|&(reals, words)| reals + words > 0)
     }
 
-    fn block_pushes(&self, block: &Block) -> Pushes {
+    pub(crate) fn block_pushes(&self, block: &Block) -> Pushes {
         let plan = &self.analysis.plan;
         let mut total = (0, 0);
         for stmt in &block.stmts {
