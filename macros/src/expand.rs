@@ -11,10 +11,11 @@ use crate::errors::Errors;
 use crate::macro_args::MacroTable;
 use crate::names::Names;
 use crate::options::{EnginePath, Options};
-use crate::rewrite::Rewriter;
 use crate::shape::Shape;
 use crate::signature::{self, Output, Signature};
-use crate::{activity, analyze, check, impl_block, ir, relocate, types};
+use crate::tape::activity;
+use crate::tape::rewrite::Rewriter;
+use crate::{analyze, check, impl_block, ir, relocate, types};
 
 pub fn differentiate(attr: TokenStream, item: TokenStream) -> TokenStream {
     let errors = Errors::default();
@@ -60,7 +61,7 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
         .attrs
         .retain(|a| a.path().is_ident("cfg") || a.path().is_ident("allow"));
     relocate::body(&mut primal_copy.block);
-    crate::loops::strip_markers(&mut primal_copy.block);
+    crate::syntax::strip_markers(&mut primal_copy.block);
     let target = Target {
         function: &function,
         module: name.clone(),
@@ -71,7 +72,7 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
     };
     let (module, signature_ok) = derivatives(&target, &no_grad, options, errors);
     let mut emitted = function.clone();
-    crate::loops::strip_markers(&mut emitted.block);
+    crate::syntax::strip_markers(&mut emitted.block);
     let original = emit::original(&emitted);
     let errors = errors.to_compile_errors();
     // The gradient items use a copy of the function, not the function itself:
@@ -196,14 +197,14 @@ fn validate(function: &ItemFn, signature: &Signature, errors: &Errors) -> bool {
     let body: Box<syn::Block> = function.block.clone();
     let macros = MacroTable::build(&body, errors);
     check::body(&body, errors);
-    if errors.is_empty() && crate::preaccumulate::used(&body) {
+    if errors.is_empty() && crate::tape::preaccumulate::used(&body) {
         let activity = activity::analyze(signature, &body, &macros);
         let params: Vec<String> = signature
             .params
             .iter()
             .map(|p| p.name.to_string())
             .collect();
-        crate::preaccumulate::check(&body, &params, &activity, errors);
+        crate::tape::preaccumulate::check(&body, &params, &activity, errors);
     }
     errors.is_empty()
 }

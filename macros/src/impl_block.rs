@@ -117,7 +117,7 @@ fn finish(errors: &Errors, block: &ItemImpl, modules: Vec<TokenStream>) -> Token
 fn strip_markers(block: &mut ItemImpl, _errors: &Errors) {
     for item in &mut block.items {
         let ImplItem::Fn(method) = item else { continue };
-        crate::loops::strip_markers(&mut method.block);
+        crate::syntax::strip_markers(&mut method.block);
         method
             .attrs
             .retain(|a| !a.path().is_ident(NO_GRAD) && !a.path().is_ident("differentiate"));

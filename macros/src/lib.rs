@@ -1,7 +1,6 @@
 //! Procedural macros of [deltad](https://docs.rs/deltad). Use them through
 //! the `deltad` crate, which documents them.
 
-mod activity;
 mod analyze;
 #[cfg(test)]
 mod big_function;
@@ -11,20 +10,17 @@ mod emit;
 mod errors;
 mod expand;
 mod functions;
-mod fusion;
 mod impl_block;
 mod ir;
-mod loops;
 mod macro_args;
 mod methods;
 mod names;
 mod options;
-mod preaccumulate;
 mod relocate;
-mod rewrite;
 mod shape;
 mod signature;
 mod syntax;
+mod tape;
 mod types;
 
 use proc_macro::TokenStream;

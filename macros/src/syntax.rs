@@ -128,3 +128,36 @@ pub(crate) fn classify_call(path: &Path) -> CallKind {
     }
     CallKind::User
 }
+
+/// The attribute marking a checkpointed loop or call.
+pub(crate) const CHECKPOINT: &str = "checkpoint";
+/// The attribute marking a loop differentiated one iteration at a time.
+pub(crate) const PREACCUMULATE: &str = "preaccumulate";
+
+/// Removes `#[checkpoint]` and `#[preaccumulate]` markers (which only
+/// `#[differentiate]` reads) from code emitted as the user wrote it.
+pub(crate) fn strip_markers(block: &mut syn::Block) {
+    fn is_marker(attr: &syn::Attribute) -> bool {
+        attr.path().is_ident(CHECKPOINT) || attr.path().is_ident(PREACCUMULATE)
+    }
+    struct Strip;
+    impl syn::visit_mut::VisitMut for Strip {
+        fn visit_expr_for_loop_mut(&mut self, looping: &mut syn::ExprForLoop) {
+            looping.attrs.retain(|a| !is_marker(a));
+            syn::visit_mut::visit_expr_for_loop_mut(self, looping);
+        }
+        fn visit_expr_while_mut(&mut self, looping: &mut syn::ExprWhile) {
+            looping.attrs.retain(|a| !is_marker(a));
+            syn::visit_mut::visit_expr_while_mut(self, looping);
+        }
+        fn visit_expr_loop_mut(&mut self, looping: &mut syn::ExprLoop) {
+            looping.attrs.retain(|a| !is_marker(a));
+            syn::visit_mut::visit_expr_loop_mut(self, looping);
+        }
+        fn visit_local_mut(&mut self, local: &mut syn::Local) {
+            local.attrs.retain(|a| !is_marker(a));
+            syn::visit_mut::visit_local_mut(self, local);
+        }
+    }
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Strip, block);
+}

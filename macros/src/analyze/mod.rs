@@ -27,7 +27,8 @@ pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Anal
     activity::check(function, &active, signature.precision)?;
     let types = types::infer(function, signature);
     let positions = positions::Positions::new(function);
-    let plan = reverse::plan(function, &active, &positions, &types)?;
+    let (mut plan, reads) = reverse::plan(function, &active, &positions, &types)?;
+    plan.saves = saves::decide(function, &plan, &reads, &positions);
     Ok(Analysis {
         active,
         types,

@@ -64,7 +64,7 @@ pub(crate) struct Plan {
     pub restored: Vec<bool>,
     /// Per statement: a write that keeps the value it overwrites for the
     /// adjoint (of a restored variable, unless undone by arithmetic or not
-    /// needed: `saves.rs`).
+    /// needed: `saves.rs` decides, after the rest of the plan).
     pub saves: Vec<bool>,
     /// Per statement: an integer `+= k`/`-= k` the adjoint undoes.
     pub inverted: Vec<bool>,
@@ -109,12 +109,14 @@ struct Planner<'a> {
     stmts: Vec<Option<&'a Stmt>>,
 }
 
+/// The plan, and the values the adjoint reads: (variable, the statement
+/// before which it reads it).
 pub(crate) fn plan(
     function: &Function,
     active: &[bool],
     positions: &Positions,
     types: &[Ty],
-) -> Result<Plan, Unsupported> {
+) -> Result<(Plan, Vec<(VarId, StmtId)>), Unsupported> {
     let vars = function.vars.len();
     let stmts = function.stmt_count;
     let mut planner = Planner {
@@ -166,9 +168,7 @@ pub(crate) fn plan(
         .filter(|r| !r.length)
         .map(|r| (r.var, r.at))
         .collect();
-    planner.plan.saves =
-        crate::analyze::saves::decide(function, &planner.plan, &value_reads, positions);
-    Ok(planner.plan)
+    Ok((planner.plan, value_reads))
 }
 
 impl<'a> Planner<'a> {

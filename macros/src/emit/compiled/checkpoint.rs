@@ -23,20 +23,8 @@ use quote::{format_ident, quote};
 
 use super::forward::{count_local, Frame};
 use super::values::Side;
-use super::Passes;
+use super::{Passes, Recording};
 use crate::ir::{Block, LoopId, RangeIter, StmtId, StmtKind, VarId};
-
-/// Where the forward code being emitted keeps values.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Recording {
-    /// The forward pass: on its record.
-    Main,
-    /// Inside a checkpointed loop of the forward pass: nothing.
-    Silent,
-    /// A checkpointed loop's iterations run again in the adjoint: on the
-    /// adjoint's stack.
-    Replay,
-}
 
 impl Passes<'_> {
     /// Runs `emit` with forward code kept as `mode` says.

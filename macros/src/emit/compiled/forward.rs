@@ -15,9 +15,8 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use super::checkpoint::Recording;
 use super::values::Side;
-use super::{names, Passes};
+use super::{names, Passes, Recording};
 use crate::analyze::{Establish, LoopPlan};
 use crate::ir::{
     AssignOp, Block, BlockId, CallArg, Effect, EffectArg, ExprKind, LoopId, NewBuffer, Place,

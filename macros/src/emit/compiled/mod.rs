@@ -29,6 +29,18 @@ mod skip;
 mod values;
 mod whole;
 
+/// Where the forward code being emitted keeps values (`checkpoint.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Recording {
+    /// The forward pass: on its record.
+    Main,
+    /// Inside a checkpointed loop of the forward pass: nothing.
+    Silent,
+    /// A checkpointed loop's iterations run again in the adjoint: on the
+    /// adjoint's stack.
+    Replay,
+}
+
 /// A lowered and analyzed function, ready to emit.
 pub(crate) struct Compiled {
     pub function: Function,
@@ -56,7 +68,7 @@ pub(crate) struct Passes<'a> {
     pub next_local: std::cell::Cell<usize>,
     /// Where the forward code being emitted keeps values
     /// (`checkpoint.rs`).
-    pub recording: std::cell::Cell<checkpoint::Recording>,
+    pub recording: std::cell::Cell<Recording>,
     /// The checkpointed loop whose iterations are being emitted for the
     /// adjoint to run again, if any.
     pub replaying: std::cell::Cell<Option<crate::ir::LoopId>>,
@@ -103,7 +115,7 @@ impl<'a> Passes<'a> {
             promoted: std::cell::RefCell::new(Vec::new()),
             windows: std::cell::RefCell::new(Vec::new()),
             next_local: std::cell::Cell::new(0),
-            recording: std::cell::Cell::new(checkpoint::Recording::Main),
+            recording: std::cell::Cell::new(Recording::Main),
             replaying: std::cell::Cell::new(None),
         }
     }

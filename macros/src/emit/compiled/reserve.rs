@@ -27,7 +27,7 @@ impl Passes<'_> {
             return None;
         }
         // Nothing is kept inside a checkpointed loop's forward pass.
-        if self.recording.get() == super::checkpoint::Recording::Silent {
+        if self.recording.get() == super::Recording::Silent {
             return None;
         }
         self.block_pushes(body)

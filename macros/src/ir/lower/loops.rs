@@ -31,7 +31,7 @@ impl Lowerer {
         let checkpoint = for_loop
             .attrs
             .iter()
-            .any(|attr| attr.path().is_ident("checkpoint"));
+            .any(|attr| attr.path().is_ident(crate::syntax::CHECKPOINT));
         let walk = self.walk(&for_loop.expr, out)?;
         let id = self.enter_loop(for_loop.label.as_ref(), None);
         self.loops[id].checkpoint = checkpoint;

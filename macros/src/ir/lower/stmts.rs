@@ -52,7 +52,11 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = local.span();
-        if let Some(attr) = local.attrs.iter().find(|a| a.path().is_ident("checkpoint")) {
+        if let Some(attr) = local
+            .attrs
+            .iter()
+            .find(|a| a.path().is_ident(crate::syntax::CHECKPOINT))
+        {
             return self.checkpointed_call(local, attr, rest, out);
         }
         if let Some(init) = &local.init {

@@ -569,7 +569,7 @@ impl Analyzer<'_> {
         match expr {
             Expr::Lit(_) => Shape::Inactive,
             // `None` holds no reals and takes its type from where it goes.
-            Expr::Path(_) if crate::rewrite::is_none_literal(expr) => Shape::Any,
+            Expr::Path(_) if crate::tape::rewrite::is_none_literal(expr) => Shape::Any,
             Expr::Path(path) => match path.path.get_ident() {
                 Some(ident) if path.qself.is_none() => match self.lookup(&ident.to_string()) {
                     Some(id) => self.bindings[id].shape.clone(),
@@ -932,7 +932,9 @@ impl Analyzer<'_> {
             syntax::CallKind::EmptyContainer => Shape::elems(Shape::Any),
             syntax::CallKind::Default => Shape::Any,
             syntax::CallKind::Constructor => match args.as_slice() {
-                [single] if !crate::rewrite::is_user_type_path(&function.path) => single.clone(),
+                [single] if !crate::tape::rewrite::is_user_type_path(&function.path) => {
+                    single.clone()
+                }
                 _ if any_active => Shape::Opaque,
                 _ => Shape::Inactive,
             },

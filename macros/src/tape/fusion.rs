@@ -25,9 +25,9 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{BinOp, Block, Expr, Ident, Pat, Stmt, UnOp};
 
 use crate::methods;
-use crate::rewrite::Rewriter;
 use crate::shape::Shape;
 use crate::syntax::{self, CallKind};
+use crate::tape::rewrite::Rewriter;
 
 /// An operand of fused code.
 #[derive(Clone, Debug)]
@@ -125,8 +125,8 @@ impl Run {
     pub(crate) fn role_of(
         &self,
         real: &Ident,
-        roles: &[(usize, crate::loops::Role)],
-    ) -> Option<crate::loops::Role> {
+        roles: &[(usize, crate::tape::loops::Role)],
+    ) -> Option<crate::tape::loops::Role> {
         let leaf = self
             .leaves
             .iter()
@@ -201,7 +201,7 @@ pub(crate) struct Accumulation {
 
 /// The real variables a loop adds to (`v += ...` / `v -= ...`), with counts.
 struct AccumulationTargets<'a> {
-    activity: &'a crate::activity::Activity,
+    activity: &'a crate::tape::activity::Activity,
     /// Per variable: the mentions of it the updates account for, and the
     /// number of updates.
     counts: Vec<(Ident, usize, usize)>,
@@ -1488,6 +1488,6 @@ fn is_enum_value(expr: &Expr) -> bool {
                 crate::syntax::CallKind::Constructor
             )
         ),
-        other => crate::rewrite::is_none_literal(other),
+        other => crate::tape::rewrite::is_none_literal(other),
     }
 }

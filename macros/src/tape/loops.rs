@@ -21,10 +21,10 @@ use quote::{format_ident, quote, ToTokens};
 use syn::visit::Visit;
 use syn::{BinOp, Expr, ExprForLoop, Ident, Pat, Stmt};
 
-use crate::fusion::{collect_idents, Run, Sym, Terms};
-use crate::rewrite::Rewriter;
 use crate::shape::Shape;
 use crate::syntax::{self, CallKind};
+use crate::tape::fusion::{collect_idents, Run, Sym, Terms};
+use crate::tape::rewrite::Rewriter;
 
 /// What an operand of the loop body's arithmetic is to the reverse loop.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -46,9 +46,6 @@ struct Plan {
     /// Marked `#[checkpoint]` (see the runtime's `checkpoint.rs`).
     checkpointed: bool,
 }
-
-/// The attribute that asks for a checkpointed loop.
-pub(crate) const CHECKPOINT: &str = "checkpoint";
 
 /// An early exit at the start of a checkpointed loop's body:
 /// `if condition { break; }` or `if condition { return value; }`.
@@ -99,35 +96,6 @@ fn take_exit(body: &mut syn::Block) -> Option<Exit> {
     })
 }
 
-/// Removes `#[checkpoint]` and `#[preaccumulate]` markers (which only
-/// `#[differentiate]` reads) from code emitted as the user wrote it.
-pub(crate) fn strip_markers(block: &mut syn::Block) {
-    fn is_marker(attr: &syn::Attribute) -> bool {
-        attr.path().is_ident(CHECKPOINT)
-            || attr.path().is_ident(crate::preaccumulate::PREACCUMULATE)
-    }
-    struct Strip;
-    impl syn::visit_mut::VisitMut for Strip {
-        fn visit_expr_for_loop_mut(&mut self, looping: &mut ExprForLoop) {
-            looping.attrs.retain(|a| !is_marker(a));
-            syn::visit_mut::visit_expr_for_loop_mut(self, looping);
-        }
-        fn visit_expr_while_mut(&mut self, looping: &mut syn::ExprWhile) {
-            looping.attrs.retain(|a| !is_marker(a));
-            syn::visit_mut::visit_expr_while_mut(self, looping);
-        }
-        fn visit_expr_loop_mut(&mut self, looping: &mut syn::ExprLoop) {
-            looping.attrs.retain(|a| !is_marker(a));
-            syn::visit_mut::visit_expr_loop_mut(self, looping);
-        }
-        fn visit_local_mut(&mut self, local: &mut syn::Local) {
-            local.attrs.retain(|a| !is_marker(a));
-            syn::visit_mut::visit_local_mut(self, local);
-        }
-    }
-    syn::visit_mut::VisitMut::visit_block_mut(&mut Strip, block);
-}
-
 /// What the leaves of a loop body are, collected while they are prepared.
 struct LoopLeaves {
     roles: Vec<(usize, Role)>,
@@ -149,7 +117,10 @@ impl Rewriter<'_> {
         let Stmt::Expr(Expr::ForLoop(looping), _) = stmt else {
             return None;
         };
-        let checkpointed = looping.attrs.iter().any(|a| a.path().is_ident(CHECKPOINT));
+        let checkpointed = looping
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident(crate::syntax::CHECKPOINT));
         // A checkpointed loop may leave early from its first statement.
         let exit = if checkpointed {
             take_exit(&mut looping.body)
@@ -171,7 +142,10 @@ impl Rewriter<'_> {
         let body_tokens = looping.body.to_token_stream();
         let checkpointed = !looping.attrs.is_empty();
         if !runs_to_end(&body_tokens)
-            || !looping.attrs.iter().all(|a| a.path().is_ident(CHECKPOINT))
+            || !looping
+                .attrs
+                .iter()
+                .all(|a| a.path().is_ident(crate::syntax::CHECKPOINT))
         {
             return None;
         }
@@ -366,7 +340,7 @@ impl Rewriter<'_> {
                 let mut in_index = HashSet::new();
                 collect_idents(&index.index.to_token_stream(), &mut in_index);
                 let ok = shape == Shape::Real
-                    && crate::fusion::is_pure(&index.index)
+                    && crate::tape::fusion::is_pure(&index.index)
                     && !mutated.contains(&base)
                     && !reals.contains(&base)
                     && !self.activity.expr(&index.index).is_active()
@@ -503,7 +477,7 @@ impl Rewriter<'_> {
                         self.errors.at(&*other, "a checkpointed loop is re-run during the reverse sweep from the values of its differentiated reals, so its body may only compute those: this statement does something else (it changes a plain value or has an effect); move it out of the loop, or compute it from a differentiated real");
                     }
                     self.stmt(other, None, false);
-                    let taken = std::mem::replace(other, crate::fusion::placeholder());
+                    let taken = std::mem::replace(other, crate::tape::fusion::placeholder());
                     run.push_code(taken);
                     // The statement may change what pure leaves read.
                     run.forget_pure_leaves();
@@ -1019,7 +993,7 @@ impl Rewriter<'_> {
 
     /// The value of `current op value` for a compound update.
     fn compound(&mut self, run: &mut Run, op: &BinOp, current: Sym, value: Sym) -> Sym {
-        let arith = crate::fusion::compound_to_arithmetic(op);
+        let arith = crate::tape::fusion::compound_to_arithmetic(op);
         match arith {
             Some(arith) => self.arithmetic(run, arith, current, value),
             None => current,

@@ -17,16 +17,15 @@ use quote::{quote, ToTokens};
 use syn::visit::Visit;
 use syn::{Block, Expr, ExprForLoop, Ident, Pat, Stmt};
 
-use crate::activity::Activity;
 use crate::errors::Errors;
-use crate::fusion::count_ident;
-use crate::rewrite::Rewriter;
-
-/// The attribute.
-pub(crate) const PREACCUMULATE: &str = "preaccumulate";
+use crate::tape::activity::Activity;
+use crate::tape::fusion::count_ident;
+use crate::tape::rewrite::Rewriter;
 
 fn marked(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| a.path().is_ident(PREACCUMULATE))
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident(crate::syntax::PREACCUMULATE))
 }
 
 /// True if the body has a `#[preaccumulate]` anywhere.
@@ -34,7 +33,7 @@ pub(crate) fn used(body: &Block) -> bool {
     struct Finder(bool);
     impl<'ast> Visit<'ast> for Finder {
         fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
-            self.0 |= attr.path().is_ident(PREACCUMULATE);
+            self.0 |= attr.path().is_ident(crate::syntax::PREACCUMULATE);
         }
     }
     let mut finder = Finder(false);
@@ -68,7 +67,10 @@ pub(crate) fn check(body: &Block, params: &[String], activity: &Activity, errors
                 Expr::If(e) => &e.attrs,
                 _ => &[],
             };
-            if let Some(attr) = attrs.iter().find(|a| a.path().is_ident(PREACCUMULATE)) {
+            if let Some(attr) = attrs
+                .iter()
+                .find(|a| a.path().is_ident(crate::syntax::PREACCUMULATE))
+            {
                 self.errors
                     .at(attr, "#[preaccumulate] goes on a `for` loop");
             }
@@ -78,7 +80,7 @@ pub(crate) fn check(body: &Block, params: &[String], activity: &Activity, errors
             if let Some(attr) = local
                 .attrs
                 .iter()
-                .find(|a| a.path().is_ident(PREACCUMULATE))
+                .find(|a| a.path().is_ident(crate::syntax::PREACCUMULATE))
             {
                 self.errors
                     .at(attr, "#[preaccumulate] goes on a `for` loop");
@@ -260,7 +262,7 @@ pub(crate) fn scratch_variables(looping: &ExprForLoop, activity: &Activity) -> V
             syn::visit::visit_expr_reference(self, reference);
         }
         fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
-            if !crate::loops::reads_only(&call.method.to_string()) {
+            if !crate::tape::loops::reads_only(&call.method.to_string()) {
                 self.write(&call.receiver, false);
             }
             syn::visit::visit_expr_method_call(self, call);
@@ -283,7 +285,7 @@ pub(crate) fn scratch_variables(looping: &ExprForLoop, activity: &Activity) -> V
     }
     fn declare(pat: &Pat, declared: &mut HashSet<String>) {
         let mut names = HashSet::new();
-        crate::fusion::collect_idents(&pat.to_token_stream(), &mut names);
+        crate::tape::fusion::collect_idents(&pat.to_token_stream(), &mut names);
         declared.extend(names);
     }
     let mut writes = Writes {
@@ -310,7 +312,9 @@ impl Rewriter<'_> {
         if !marked(&looping.attrs) {
             return None;
         }
-        looping.attrs.retain(|a| !a.path().is_ident(PREACCUMULATE));
+        looping
+            .attrs
+            .retain(|a| !a.path().is_ident(crate::syntax::PREACCUMULATE));
         let scratch: Vec<Ident> = scratch_variables(looping, self.activity)
             .into_iter()
             .map(|(name, _)| Ident::new(&name, proc_macro2::Span::call_site()))
@@ -335,7 +339,7 @@ impl Rewriter<'_> {
             looping.body.stmts.splice(0..0, top);
         }
         let finished = self.finish_accumulators(stmt, sums);
-        let looping = std::mem::replace(stmt, crate::fusion::placeholder());
+        let looping = std::mem::replace(stmt, crate::tape::fusion::placeholder());
         let mut out = prologue;
         out.push(self.gen_stmt(quote!(
             let mut #recorder = ::deltad::__private::Preaccumulator::start(#tape, [#(&#accumulators),*]);

@@ -21,7 +21,6 @@ use quote::{quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Block, Expr, GenericArgument, Ident, Local, Pat, PathArguments, Stmt, Type};
 
-use crate::activity::Activity;
 use crate::emit::TwinAlias;
 use crate::errors::Errors;
 use crate::macro_args::{MacroArgs, MacroTable};
@@ -30,6 +29,7 @@ use crate::names::Names;
 use crate::shape::Shape;
 use crate::signature::float_name;
 use crate::syntax::{self, CallKind};
+use crate::tape::activity::Activity;
 
 pub(crate) struct Rewriter<'a> {
     pub activity: &'a Activity,
@@ -41,7 +41,7 @@ pub(crate) struct Rewriter<'a> {
     /// Counter for the temporaries of fused code.
     pub(crate) next_temp: usize,
     /// Variables currently summed into accumulators (innermost last).
-    pub(crate) accumulators: Vec<crate::fusion::Accumulation>,
+    pub(crate) accumulators: Vec<crate::tape::fusion::Accumulation>,
     /// Aliases for the dual twins of the user types the body builds or
     /// matches, by the type's path as written.
     twin_aliases: Vec<(String, TwinAlias)>,
@@ -157,10 +157,10 @@ impl<'a> Rewriter<'a> {
         let checkpointed = local
             .attrs
             .iter()
-            .any(|a| a.path().is_ident(crate::loops::CHECKPOINT));
+            .any(|a| a.path().is_ident(crate::syntax::CHECKPOINT));
         local
             .attrs
-            .retain(|a| !a.path().is_ident(crate::loops::CHECKPOINT));
+            .retain(|a| !a.path().is_ident(crate::syntax::CHECKPOINT));
         if checkpointed {
             self.checkpointed_call(local);
             self.pattern(&mut local.pat);
