@@ -1117,3 +1117,30 @@ fn checkpointed_loops_and_calls_on_the_compiled_path() {
         "{kept:?} vs {kept_plain:?}"
     );
 }
+
+// Negations are undone, not kept: `sign` (a constant real) and `y` (a
+// differentiated one) flip in every iteration.
+both!(alternating, alternating_tape, fn(x: &[f64]) -> f64 {
+    let mut sign = 1.0;
+    let mut y = x[0];
+    let mut total = 0.0;
+    for i in 0..x.len() {
+        total += sign * x[i] * x[i] * y;
+        sign = -sign;
+        y = -y;
+        y += x[i] * 0.5;
+    }
+    total + y * y
+});
+
+#[test]
+fn negations_are_undone() {
+    let x = [0.3, -1.2, 0.7, 1.9, 0.1];
+    let (g, t) = agree!(alternating, alternating_tape, (&x), "alternating");
+    same(&g.x, &t.x, "alternating");
+    check_gradient(|p| alternating(p), &x, &g.x, "alternating");
+    // `y += ..` keeps the old `y` (the adjoint reads it in `.. * y`); the
+    // negations keep nothing.
+    let kept = |n: usize| alternating::tape_stats(&vec![0.5; n]).reals;
+    assert_eq!(kept(20) - kept(10), 10);
+}

@@ -687,7 +687,18 @@ impl<'a> Planner<'a> {
 
     fn block_codes(&self, block: &Block, codes: &mut Vec<bool>) {
         let work = self.block_has_reverse(block);
-        codes[block.id] = work && block.stmts.iter().any(|s| self.plan.exits[s.id]);
+        // Where the block was left is kept if it can be left at two places
+        // or more: not when its only exit is a jump that ends it.
+        let exits: Vec<usize> = (0..block.stmts.len())
+            .filter(|&k| self.plan.exits[block.stmts[k].id])
+            .collect();
+        let ends_in_its_only_jump = exits.len() == 1
+            && exits[0] + 1 == block.stmts.len()
+            && matches!(
+                block.stmts[exits[0]].kind,
+                StmtKind::Break { .. } | StmtKind::Continue { .. } | StmtKind::Return
+            );
+        codes[block.id] = work && !exits.is_empty() && !ends_in_its_only_jump;
         for stmt in &block.stmts {
             for inner in stmt.blocks() {
                 self.block_codes(inner, codes);
@@ -743,7 +754,8 @@ impl<'a> Planner<'a> {
                 self.plan.restored[var] = true;
             }
         }
-        // Integer increments are undone instead of saved.
+        // Integer increments and negations are undone instead of saved
+        // (exactly: no rounding).
         for var in 0..self.function.vars.len() {
             if !self.plan.restored[var] {
                 continue;
@@ -751,9 +763,10 @@ impl<'a> Planner<'a> {
             let integer = !self.active[var] && self.types[var].is_integer();
             for &write in &self.positions.writes[var] {
                 let stmt = self.stmt(write);
-                let invertible = integer
+                let increment = integer
                     && matches!(&stmt.kind, StmtKind::Assign { place: Place::Var(_), op: AssignOp::Add | AssignOp::Sub, value, .. }
                         if matches!(value.kind, ExprKind::Lit(syn::Lit::Int(_))));
+                let invertible = increment || is_negation(stmt);
                 if invertible {
                     self.plan.inverted[write] = true;
                 } else {
@@ -769,6 +782,21 @@ impl<'a> Planner<'a> {
             self.establish(read)?;
         }
         Ok(())
+    }
+}
+
+/// True for `x = -x;`.
+pub(crate) fn is_negation(stmt: &Stmt) -> bool {
+    match &stmt.kind {
+        StmtKind::Assign {
+            place: Place::Var(var),
+            op: AssignOp::Set,
+            value,
+            first: false,
+        } => {
+            matches!(&value.kind, ExprKind::Neg(inner) if matches!(inner.kind, ExprKind::Var(v) if v == *var))
+        }
+        _ => false,
     }
 }
 

@@ -612,12 +612,18 @@ impl Passes<'_> {
         };
         // Put the old value back first: the partials read it.
         let restore = if plan.inverted[stmt] && !first {
-            let inverse = match op {
-                AssignOp::Add => quote!(-=),
-                _ => quote!(+=),
-            };
-            let value = self.value(value, Side::Adjoint);
-            quote!(#target #inverse #value;)
+            match op {
+                // `x = -x`.
+                AssignOp::Set => quote!(#target = -#target;),
+                AssignOp::Add => {
+                    let value = self.value(value, Side::Adjoint);
+                    quote!(#target -= #value;)
+                }
+                _ => {
+                    let value = self.value(value, Side::Adjoint);
+                    quote!(#target += #value;)
+                }
+            }
         } else if plan.saves[stmt] {
             if self.active(var) {
                 let pop = self.pop_real();
