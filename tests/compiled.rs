@@ -723,6 +723,73 @@ fn element_adjoints_kept_in_locals() {
     same(&g.w, &t.w, "nested exit w");
 }
 
+// Kept partials: the forward pass keeps the partials of expensive methods
+// whose value the adjoint does not read (`exp` in a sum, `sqrt` scaled by
+// a constant, `tanh` and `powf` of a state overwritten right after, `cos`
+// and `hypot`); a method whose value the adjoint reads (`cbrt` times `y`,
+// the divisor's `sqrt`) keeps nothing. `sqrt` at 0 under a zero adjoint
+// gives 0, not NaN, kept or not.
+both!(kept, kept_tape, fn(x: &[f64], y: f64) -> f64 {
+    let mut s = 0.0;
+    let mut t = y;
+    for i in 0..x.len() {
+        let e = (x[i] - y).exp();
+        s += e.sqrt() * 2.0 + (t * x[i]).sin();
+        t = (t * 0.5).tanh() + (x[i] * x[i] + 1.0).powf(y);
+        s -= t.cos().hypot(y);
+    }
+    let r = s.cbrt();
+    r * y + (s * s + 1.0).sqrt() / y
+});
+
+both!(kept_at_zero, kept_at_zero_tape, fn(x: f64, w: f64) -> f64 {
+    let mut s = 0.0;
+    s += x.sqrt() * 0.0;
+    let r = x.sqrt();
+    s + r * 0.0 + w * w
+});
+
+#[test]
+fn expensive_partials_are_kept() {
+    let mut rng = Rng::new(29);
+    for n in [0, 1, 4] {
+        let x = rng.vec(n, -1.0, 1.0);
+        for y in [0.7, 1.9] {
+            let (g, t) = agree!(kept, kept_tape, (&x, y), "kept");
+            same(&g.x, &t.x, "kept x");
+            same(&[g.y], &[t.y], "kept y");
+            let mut point = x.clone();
+            point.push(y);
+            let mut got = g.x.clone();
+            got.push(g.y);
+            check_gradient(|p| kept(&p[..n], p[n]), &point, &got, "kept");
+            let tangent = rng.vec(n, -1.0, 1.0);
+            let hv = kept::hvp(
+                &x,
+                y,
+                &kept::Grad {
+                    x: tangent.clone(),
+                    y: 0.3,
+                },
+            );
+            let hv_tape = kept_tape::hvp(&x, y, &kept_tape::Grad { x: tangent, y: 0.3 });
+            same(&hv.x, &hv_tape.x, "kept hvp x");
+            same(&[hv.y], &[hv_tape.y], "kept hvp y");
+        }
+    }
+    // Per iteration: the partials of `exp`, `sqrt`, `sin`, `tanh`, `powf`
+    // (two), `cos` and `hypot` (two), and `t` before it is overwritten
+    // (`t * x[i]` reads it): 10 reals.
+    let x = rng.vec(10, -1.0, 1.0);
+    let per_iteration = kept::tape_stats(&x, 0.7).reals - kept::tape_stats(&x[..9], 0.7).reals;
+    assert_eq!(per_iteration, 10);
+    let g = kept_at_zero::grad(0.0, 1.5);
+    assert_eq!((g.x, g.w), (0.0, 3.0));
+    // On the tape, `x.sqrt() * 0.0` inside one expression is 0 · ∞.
+    let g = kept_at_zero_tape::grad(0.0, 1.5);
+    assert!(g.x.is_nan() && g.w == 3.0);
+}
+
 // Scratch buffers rebuilt in each iteration, then updated in place and
 // read: only the rebuild keeps the values it overwrites (`t`, as GMM's
 // transformed point). `z` is read by the updates, so its rebuild keeps its

@@ -312,3 +312,28 @@ fn the_readme_example_matches_finite_differences() {
     let reference = finite_difference(|p| nll(p, &x, &y, d), &w);
     assert_close(&g.w, &reference, "nll");
 }
+
+/// A `#[preaccumulate]` loop through which nothing differentiated passes
+/// (its sums depend on a `#[no_grad]` parameter only): an ordinary loop on
+/// the tape, as on the compiled path (found by the fuzzer; was rejected
+/// with "this loop adds to none").
+#[differentiate(tape)]
+fn constant_sums(w: &[f64], #[no_grad] c: f64) -> f64 {
+    let mut total = 0.0;
+    #[preaccumulate]
+    for i in 0..w.len() {
+        total -= (c * i as f64).cos();
+    }
+    w[0] * total
+}
+
+#[test]
+fn a_loop_with_constant_sums_is_an_ordinary_loop() {
+    let w = [1.5, 2.0];
+    let c = 0.3;
+    let (value, g) = constant_sums::value_and_grad(&w, c);
+    assert_eq!(value.to_bits(), constant_sums(&w, c).to_bits());
+    // ∂/∂w0 = total, ∂/∂w1 = 0.
+    let total = -(1.0 + c.cos());
+    assert_close(&g.w, &[total, 0.0], "constant sums");
+}

@@ -1,13 +1,16 @@
 use deltad::differentiate;
 
-// No sum: nothing would carry the iterations' contributions (on the tape;
-// the compiled path differentiates the loop as it is).
+// No sum: the loop writes a differentiated variable, but nothing would
+// carry the iterations' contributions (on the tape; the compiled path
+// differentiates the loop as it is).
 #[differentiate(tape)]
+#[allow(unused_assignments)]
 fn no_sum(w: &[f64]) -> f64 {
+    let mut scratch = 0.0;
     #[preaccumulate]
     for i in 0..w.len() {
-        let t = w[i] * 2.0;
-        println!("{t}");
+        scratch = w[i] * 2.0;
+        println!("{scratch}");
     }
     w[0]
 }

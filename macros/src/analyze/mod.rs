@@ -4,6 +4,7 @@
 //! how the forward pass keeps it for it). Each only reads the IR.
 
 pub(crate) mod activity;
+pub(crate) mod keep;
 pub(crate) mod positions;
 pub(crate) mod reverse;
 pub(crate) mod saves;

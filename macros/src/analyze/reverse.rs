@@ -352,7 +352,10 @@ impl<'a> Planner<'a> {
                     self.adjoint(elem, at)
                 }
             }
-            _ => self.adjoint(value, at),
+            _ => {
+                let kept = crate::analyze::keep::kept_partials(value, self.active);
+                self.adjoint_kept(value, at, &kept)
+            }
         }
     }
 
@@ -413,32 +416,39 @@ impl<'a> Planner<'a> {
 
     /// The reads of the adjoint of the active expression `expr`.
     fn adjoint(&mut self, expr: &Expr, at: StmtId) {
+        self.adjoint_kept(expr, at, &[]);
+    }
+
+    /// The reads of the adjoint of `expr` when the partials of the math
+    /// nodes `kept` are kept by the forward pass (their arguments are not
+    /// read for them).
+    fn adjoint_kept(&mut self, expr: &Expr, at: StmtId, kept: &[&Expr]) {
         if !crate::analyze::activity::is_active(expr, self.active) {
             return;
         }
         match &expr.kind {
             ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Opaque { .. } | ExprKind::Len(_) => {}
             ExprKind::Elem(_, index) => self.all(index, at),
-            ExprKind::Neg(a) | ExprKind::Cast(a, _) => self.adjoint(a, at),
+            ExprKind::Neg(a) | ExprKind::Cast(a, _) => self.adjoint_kept(a, at, kept),
             ExprKind::Arith(ArithOp::Add | ArithOp::Sub, a, b) => {
-                self.adjoint(a, at);
-                self.adjoint(b, at);
+                self.adjoint_kept(a, at, kept);
+                self.adjoint_kept(b, at, kept);
             }
             ExprKind::Arith(ArithOp::Mul, a, b) => {
                 // ∂(a·b)/∂a = b, ∂(a·b)/∂b = a.
                 if crate::analyze::activity::is_active(a, self.active) {
                     self.all(b, at);
-                    self.adjoint(a, at);
+                    self.adjoint_kept(a, at, kept);
                 }
                 if crate::analyze::activity::is_active(b, self.active) {
                     self.all(a, at);
-                    self.adjoint(b, at);
+                    self.adjoint_kept(b, at, kept);
                 }
             }
             ExprKind::Arith(ArithOp::Div, a, b) => {
                 // ∂(a/b)/∂a = 1/b, ∂(a/b)/∂b = -(a/b)/b.
                 self.all(b, at);
-                self.adjoint(a, at);
+                self.adjoint_kept(a, at, kept);
                 if crate::analyze::activity::is_active(b, self.active) {
                     self.all(a, at);
                 }
@@ -448,7 +458,15 @@ impl<'a> Planner<'a> {
                 self.all(b, at);
             }
             ExprKind::Math { math, args, .. } => {
-                if math.rule != crate::ir::math::Rule::Constant {
+                if math.rule == crate::ir::math::Rule::Constant {
+                } else if crate::analyze::keep::is_kept(expr, kept) {
+                    // The partials are kept: only what flows on is read.
+                    for (i, arg) in args.iter().enumerate() {
+                        if math.real_arg(i) {
+                            self.adjoint_kept(arg, at, kept);
+                        }
+                    }
+                } else {
                     for arg in args {
                         self.all(arg, at);
                     }

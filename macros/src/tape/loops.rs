@@ -810,14 +810,15 @@ impl Rewriter<'_> {
             Expr::Paren(paren) => self.prepare_leaves(&mut paren.expr, run, leaves),
             Expr::Group(group) => self.prepare_leaves(&mut group.expr, run, leaves),
             Expr::Path(path) if shape == Shape::Real => {
-                let Some(name) = path.path.get_ident().map(|i| i.to_string()) else {
+                let Some(ident) = path.path.get_ident().cloned() else {
                     return;
                 };
+                let name = ident.to_string();
                 if run.lookup(&name).is_some() {
                     return;
                 }
-                // An invariant: hoisted before the loop.
-                let ident = Ident::new(&name, Span::call_site());
+                // An invariant: hoisted before the loop (under the user's
+                // identifier, which keeps its hygiene inside macros).
                 self.invariant_leaf(quote!(#ident), name, run, leaves);
             }
             Expr::Index(_) if shape == Shape::Real => {

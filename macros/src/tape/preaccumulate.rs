@@ -191,6 +191,20 @@ fn declarations(block: &Block, name: &str) -> usize {
     count.1
 }
 
+/// The identifier `name` as the user wrote it at `site` (its span keeps
+/// its hygiene inside the user's macros).
+fn user_ident(name: &str, site: &Expr) -> Ident {
+    fn find(tokens: proc_macro2::TokenStream, name: &str) -> Option<Ident> {
+        tokens.into_iter().find_map(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) if ident == name => Some(ident),
+            proc_macro2::TokenTree::Group(group) => find(group.stream(), name),
+            _ => None,
+        })
+    }
+    find(quote::ToTokens::to_token_stream(site), name)
+        .unwrap_or_else(|| Ident::new(name, proc_macro2::Span::call_site()))
+}
+
 /// The differentiated variables declared outside `looping` that its body
 /// writes, other than the sums it adds to (`s += ..` only), with a write
 /// site each.
@@ -317,10 +331,15 @@ impl Rewriter<'_> {
             .retain(|a| !a.path().is_ident(crate::syntax::PREACCUMULATE));
         let scratch: Vec<Ident> = scratch_variables(looping, self.activity)
             .into_iter()
-            .map(|(name, _)| Ident::new(&name, proc_macro2::Span::call_site()))
+            .map(|(name, site)| user_ident(&name, &site))
             .collect();
         let for_token = looping.for_token;
         let (prologue, sums) = self.start_accumulators(stmt);
+        if sums.is_empty() && scratch.is_empty() {
+            // Nothing differentiated leaves the loop: an ordinary loop (as
+            // on the compiled path, the attribute changes nothing).
+            return None;
+        }
         if sums.is_empty() {
             self.errors.at(for_token, "a #[preaccumulate] loop passes its results on through sums (`total += ..`, for a real `total` declared before the loop and read nowhere in it); this loop adds to none");
         }

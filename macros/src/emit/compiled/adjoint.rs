@@ -518,9 +518,11 @@ impl Passes<'_> {
                 adjoint_expr.finish()
             }
             _ => {
-                let mut adjoint_expr = ExprAdjoint::new(self);
+                let (pops, kept) = self.pop_kept(init);
+                let mut adjoint_expr = ExprAdjoint::new(self).with_kept(kept);
                 adjoint_expr.propagate(init, quote!(#adjoint));
-                adjoint_expr.finish_guarded(quote!(#adjoint))
+                let propagate = adjoint_expr.finish();
+                quote!(#pops #propagate)
             }
         }
     }
@@ -644,29 +646,28 @@ impl Passes<'_> {
         let propagate = if self.useful(var) {
             let s = &self.scalar;
             let t = format_ident!("__deltad_t", span = Span::mixed_site());
-            let mut adjoint_expr = ExprAdjoint::new(self);
+            // The partials kept for the value, popped after the restore.
+            let (pops, kept) = match op {
+                AssignOp::Set | AssignOp::Add | AssignOp::Sub => self.pop_kept(value),
+                _ => Default::default(),
+            };
+            let mut adjoint_expr = ExprAdjoint::new(self).with_kept(kept);
             let (take, propagate) = match op {
                 AssignOp::Set => {
                     let zero = self.zero();
                     adjoint_expr.propagate(value, quote!(#t));
                     (
                         quote!(let #t: #s = #target_adjoint; #target_adjoint = #zero;),
-                        adjoint_expr.finish_guarded(quote!(#t)),
+                        adjoint_expr.finish(),
                     )
                 }
                 AssignOp::Add => {
                     adjoint_expr.propagate(value, quote!(#t));
-                    (
-                        quote!(let #t: #s = #target_adjoint;),
-                        adjoint_expr.finish_guarded(quote!(#t)),
-                    )
+                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
                 }
                 AssignOp::Sub => {
                     adjoint_expr.propagate(value, quote!((-#t)));
-                    (
-                        quote!(let #t: #s = #target_adjoint;),
-                        adjoint_expr.finish_guarded(quote!(#t)),
-                    )
+                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
                 }
                 AssignOp::Mul | AssignOp::Div | AssignOp::Rem => {
                     // target = old ∘ value: the target's adjoint is scaled
@@ -698,11 +699,11 @@ impl Passes<'_> {
                     };
                     (
                         quote!(let #t: #s = #target_adjoint; let #old: #s = #old_value;),
-                        adjoint_expr.finish_guarded(quote!(#t)),
+                        adjoint_expr.finish(),
                     )
                 }
             };
-            quote!(#take #propagate)
+            quote!(#pops #take #propagate)
         } else {
             TokenStream::new()
         };

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
+use super::kept::KeptPartials;
 use super::values::Side;
 use super::Passes;
 use crate::ir::math::Rule;
@@ -20,10 +21,9 @@ pub(crate) struct ExprAdjoint<'p, 'a> {
     /// The local holding each evaluated subexpression, by node.
     values: HashMap<*const Expr, TokenStream>,
     next: usize,
-    /// A partial of the statements can be infinite where the value it
-    /// belongs to is finite (`sqrt` at 0): see
-    /// [`finish_guarded`](Self::finish_guarded).
-    singular: bool,
+    /// The partials the forward pass kept, popped into locals, by math
+    /// node (`kept.rs`).
+    kept: KeptPartials,
 }
 
 impl<'p, 'a> ExprAdjoint<'p, 'a> {
@@ -33,8 +33,15 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             statements: Vec::new(),
             values: HashMap::new(),
             next: 0,
-            singular: false,
+            kept: KeptPartials::new(),
         }
+    }
+
+    /// Uses the partials in `kept` (popped by the caller) for their math
+    /// nodes instead of computing them.
+    pub(crate) fn with_kept(mut self, kept: KeptPartials) -> Self {
+        self.kept = kept;
+        self
     }
 
     pub(crate) fn push(&mut self, statement: TokenStream) {
@@ -44,26 +51,6 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
     pub(crate) fn finish(self) -> TokenStream {
         let statements = self.statements;
         quote!(#(#statements)*)
-    }
-
-    /// The statements, skipped when `adjoint` (the adjoint they propagate)
-    /// is exactly zero if one of their partials can be infinite where its
-    /// operation's value is finite: a zero adjoint then contributes
-    /// nothing, as the tape skips a binding whose adjoint is zero (`0.0 *
-    /// s` with `let s = x.sqrt();` has derivative 0 at 0, not NaN). Other
-    /// partials are finite wherever the values are, so the test would only
-    /// cost time (and keep the optimiser from combining the additions).
-    pub(crate) fn finish_guarded(self, adjoint: TokenStream) -> TokenStream {
-        let singular = self.singular;
-        let statements = self.finish();
-        if statements.is_empty() || !singular {
-            return statements;
-        }
-        quote! {
-            if !::deltad::__private::Scalar::is_zero(&#adjoint) {
-                #statements
-            }
-        }
     }
 
     fn fresh(&mut self, prefix: &str) -> syn::Ident {
@@ -102,6 +89,49 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             value
         } else {
             self.passes.lift(value)
+        }
+    }
+
+    /// The adjoint of a math method's value into its operands, through the
+    /// kept partials or its rule.
+    fn propagate_math(&mut self, expr: &Expr, adjoint: TokenStream) {
+        let ExprKind::Math { math, args, .. } = &expr.kind else {
+            return;
+        };
+        if math.rule == Rule::Constant {
+            return;
+        }
+        let real_args: Vec<usize> = (0..args.len()).filter(|&i| math.real_arg(i)).collect();
+        if let Some(partials) = self.kept.get(&(expr as *const Expr)).cloned() {
+            let adjoint = self.bind(adjoint);
+            for (&i, partial) in real_args.iter().zip(&partials) {
+                self.propagate(&args[i], quote!((#adjoint * #partial)));
+            }
+            return;
+        }
+        let values: Vec<TokenStream> = args
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| {
+                if math.real_arg(i) {
+                    self.scalar_value_of(arg)
+                } else {
+                    self.value_of(arg)
+                }
+            })
+            .collect();
+        let name = syn::Ident::new(math.name, Span::call_site());
+        let partials: Vec<syn::Ident> = real_args.iter().map(|_| self.fresh("d")).collect();
+        let module = match math.rule {
+            Rule::Unary => quote!(unary_rules),
+            _ => quote!(multi_rules),
+        };
+        self.statements.push(quote! {
+            let (_, #(#partials),*) = ::deltad::__private::#module::#name(#(#values),*);
+        });
+        let adjoint = self.bind(adjoint);
+        for (&i, partial) in real_args.iter().zip(&partials) {
+            self.propagate(&args[i], quote!((#adjoint * #partial)));
         }
     }
 
@@ -191,37 +221,27 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 self.propagate(a, quote!((#adjoint * #da)));
                 self.propagate(b, quote!((#adjoint * #db)));
             }
-            ExprKind::Math { math, args, .. } => {
-                if math.rule == Rule::Constant {
-                    return;
-                }
-                self.singular |= math.singular();
-                let values: Vec<TokenStream> = args
-                    .iter()
-                    .enumerate()
-                    .map(|(i, arg)| {
-                        if math.real_arg(i) {
-                            self.scalar_value_of(arg)
-                        } else {
-                            self.value_of(arg)
-                        }
-                    })
-                    .collect();
-                let name = syn::Ident::new(math.name, Span::call_site());
-                let real_args: Vec<usize> = (0..args.len()).filter(|&i| math.real_arg(i)).collect();
-                let partials: Vec<syn::Ident> = real_args.iter().map(|_| self.fresh("d")).collect();
-                let module = match math.rule {
-                    Rule::Unary => quote!(unary_rules),
-                    _ => quote!(multi_rules),
-                };
-                self.statements.push(quote! {
-                    let (_, #(#partials),*) = ::deltad::__private::#module::#name(#(#values),*);
-                });
+            ExprKind::Math { math, .. } if math.singular() => {
+                // A partial that can be infinite where the value is finite
+                // (`sqrt` at 0): the contributions are skipped when the
+                // adjoint is exactly zero, as the tape skips a binding
+                // whose adjoint is zero (`0.0 * x.sqrt()` has derivative 0
+                // at 0, not NaN). Values evaluated inside the test are not
+                // reused outside it.
                 let adjoint = self.bind(adjoint);
-                for (&i, partial) in real_args.iter().zip(&partials) {
-                    self.propagate(&args[i], quote!((#adjoint * #partial)));
+                let (start, values) = (self.statements.len(), self.values.clone());
+                self.propagate_math(expr, adjoint.clone());
+                let guarded = self.statements.split_off(start);
+                self.values = values;
+                if !guarded.is_empty() {
+                    self.statements.push(quote! {
+                        if !::deltad::__private::Scalar::is_zero(&#adjoint) {
+                            #(#guarded)*
+                        }
+                    });
                 }
             }
+            ExprKind::Math { .. } => self.propagate_math(expr, adjoint),
             ExprKind::Primitive(primitive, buffers) => {
                 let adjoint = self.bind(adjoint);
                 let s = &passes.scalar;

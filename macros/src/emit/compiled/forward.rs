@@ -60,7 +60,7 @@ impl Passes<'_> {
         }
     }
 
-    fn push_real(&self, value: TokenStream) -> TokenStream {
+    pub(crate) fn push_real(&self, value: TokenStream) -> TokenStream {
         if self.recording.get() == Recording::Silent {
             return TokenStream::new();
         }
@@ -523,6 +523,11 @@ impl Passes<'_> {
                 }
             }
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            // A value whose adjoint runs: its expensive partials kept.
+            _ if self.useful(var) => {
+                let (before, value) = self.value_keeping(init, true);
+                return quote!(#before let #mut_token #name = #value;);
+            }
             _ if self.active(var) => self.scalar_value(init, Side::Forward),
             _ => self.value(init, Side::Forward),
         };
@@ -624,10 +629,14 @@ impl Passes<'_> {
         let plan = &self.analysis.plan;
         let var = place.var();
         let name = self.name(var);
-        let value = if self.active(var) {
-            self.scalar_value(value, Side::Forward)
+        // A value whose adjoint runs: its expensive partials kept.
+        let keeps = self.useful(var) && matches!(op, AssignOp::Set | AssignOp::Add | AssignOp::Sub);
+        let (kept, value) = if keeps {
+            self.value_keeping(value, self.active(var))
+        } else if self.active(var) {
+            (TokenStream::new(), self.scalar_value(value, Side::Forward))
         } else {
-            self.value(value, Side::Forward)
+            (TokenStream::new(), self.value(value, Side::Forward))
         };
         let op = assign_op(op);
         let save = plan.saves[stmt];
@@ -637,7 +646,7 @@ impl Passes<'_> {
         match place {
             Place::Var(_) => {
                 let save = save.then(|| self.push_var(var));
-                quote!({ let #new = #value; #save #name #op #new; })
+                quote!({ #kept let #new = #value; #save #name #op #new; })
             }
             Place::Elem(_, index) => {
                 let index_value = self.value(index, Side::Forward);
@@ -651,6 +660,7 @@ impl Passes<'_> {
                 });
                 quote!({
                     let #at: usize = #index_value;
+                    #kept
                     let #new = #value;
                     #save
                     #name[#at] #op #new;

@@ -23,6 +23,7 @@ mod adjoint;
 mod adjoint_expr;
 mod checkpoint;
 mod forward;
+mod kept;
 mod promote;
 mod reserve;
 mod skip;

@@ -10,7 +10,7 @@
 
 use super::Passes;
 use crate::analyze::{Establish, LoopPlan};
-use crate::ir::{Block, ExprKind, Place, Stmt, StmtKind};
+use crate::ir::{AssignOp, Block, ExprKind, Stmt, StmtKind};
 
 /// An upper bound on the pushes of one execution: (reals, words).
 type Pushes = Option<(usize, usize)>;
@@ -78,14 +78,32 @@ impl Passes<'_> {
                 }
                 (0, 0)
             }
+            // A value whose adjoint runs: its kept partials.
+            StmtKind::Let {
+                var,
+                init: Some(init),
+            } if self.useful(*var)
+                && !matches!(init.kind, ExprKind::Call(_) | ExprKind::NewBuffer(_))
+                && !(self.is_buffer(*var) && matches!(init.kind, ExprKind::Var(_))) =>
+            {
+                (self.kept_count(init), 0)
+            }
             StmtKind::Let { .. } | StmtKind::Effect(_) => (0, 0),
-            StmtKind::Assign { place, .. } => {
+            StmtKind::Assign {
+                place, op, value, ..
+            } => {
                 let var = place.var();
+                let kept = match op {
+                    AssignOp::Set | AssignOp::Add | AssignOp::Sub if self.useful(var) => {
+                        self.kept_count(value)
+                    }
+                    _ => 0,
+                };
                 let saved = plan.saves[stmt.id];
-                match (saved, place, self.active(var)) {
-                    (false, _, _) => (0, 0),
-                    (true, Place::Var(_), true) | (true, Place::Elem(..), true) => (1, 0),
-                    (true, _, false) => (0, 1),
+                match (saved, self.active(var)) {
+                    (false, _) => (kept, 0),
+                    (true, true) => (kept + 1, 0),
+                    (true, false) => (kept, 1),
                 }
             }
             StmtKind::If { then, els, .. } => {

@@ -1,0 +1,137 @@
+//! Kept partials (`analyze/keep.rs`) in the emitted passes: the forward
+//! pass evaluates each kept math node through its rule before the value
+//! that contains it, pushes the partials and uses the value; the adjoint
+//! pops them (in reverse) into locals its expression adjoint uses instead
+//! of calling the rule again.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::values::Side;
+use super::Passes;
+use crate::analyze::keep::kept_partials;
+use crate::ir::math::Rule;
+use crate::ir::{Expr, ExprKind};
+
+/// The locals holding kept partials, per math node (by address).
+pub(crate) type KeptPartials = HashMap<*const Expr, Vec<syn::Ident>>;
+
+impl Passes<'_> {
+    /// The forward value of `value` (of a statement whose adjoint runs) as a
+    /// scalar of the pass when `scalar`: the statements evaluating its kept
+    /// math nodes and pushing their partials, and the value using them.
+    pub(crate) fn value_keeping(&self, value: &Expr, scalar: bool) -> (TokenStream, TokenStream) {
+        let kept = kept_partials(value, &self.analysis.active);
+        if kept.is_empty() {
+            let value = if scalar {
+                self.scalar_value(value, Side::Forward)
+            } else {
+                self.value(value, Side::Forward)
+            };
+            return (TokenStream::new(), value);
+        }
+        let mut locals: HashMap<*const Expr, syn::Ident> = HashMap::new();
+        let mut before = Vec::new();
+        for node in &kept {
+            let ExprKind::Math { math, args, .. } = &node.kind else {
+                continue;
+            };
+            let values: Vec<TokenStream> = args
+                .iter()
+                .enumerate()
+                .map(|(i, arg)| {
+                    if math.real_arg(i) {
+                        self.scalar_with(arg, &mut |e| self.value_with_locals(e, &locals))
+                    } else {
+                        self.value_with_locals(arg, &locals)
+                    }
+                })
+                .collect();
+            let local = self.fresh_kept("value");
+            let partials: Vec<syn::Ident> = (0..real_arity(math, args.len()))
+                .map(|_| self.fresh_kept("partial"))
+                .collect();
+            let name = syn::Ident::new(math.name, Span::call_site());
+            let module = match math.rule {
+                Rule::Unary => quote!(unary_rules),
+                _ => quote!(multi_rules),
+            };
+            let pushes: Vec<TokenStream> = partials
+                .iter()
+                .map(|p| self.push_real(quote!(#p)))
+                .collect();
+            before.push(quote! {
+                let (#local, #(#partials),*) = ::deltad::__private::#module::#name(#(#values),*);
+                #(#pushes)*
+            });
+            locals.insert(*node as *const Expr, local);
+        }
+        let value = if scalar {
+            self.scalar_with(value, &mut |e| self.value_with_locals(e, &locals))
+        } else {
+            self.value_with_locals(value, &locals)
+        };
+        (quote!(#(#before)*), value)
+    }
+
+    /// The value of `expr` with the nodes in `locals` replaced by them.
+    fn value_with_locals(
+        &self,
+        expr: &Expr,
+        locals: &HashMap<*const Expr, syn::Ident>,
+    ) -> TokenStream {
+        if let Some(local) = locals.get(&(expr as *const Expr)) {
+            return quote!(#local);
+        }
+        self.value_with(expr, Side::Forward, &mut |e| {
+            self.value_with_locals(e, locals)
+        })
+    }
+
+    /// The adjoint's pops of the partials kept for `value` (last pushed
+    /// first), and the locals they go to.
+    pub(crate) fn pop_kept(&self, value: &Expr) -> (TokenStream, KeptPartials) {
+        let kept = kept_partials(value, &self.analysis.active);
+        let mut map = KeptPartials::new();
+        let mut pops = Vec::new();
+        let s = &self.scalar;
+        for node in kept.iter().rev() {
+            let ExprKind::Math { math, args, .. } = &node.kind else {
+                continue;
+            };
+            let partials: Vec<syn::Ident> = (0..real_arity(math, args.len()))
+                .map(|_| self.fresh_kept("partial"))
+                .collect();
+            let stack = super::names::stack();
+            for partial in partials.iter().rev() {
+                pops.push(quote!(let #partial: #s = #stack.pop_real();));
+            }
+            map.insert(*node as *const Expr, partials);
+        }
+        (quote!(#(#pops)*), map)
+    }
+
+    /// How many reals the forward pass keeps for `value`.
+    pub(crate) fn kept_count(&self, value: &Expr) -> usize {
+        kept_partials(value, &self.analysis.active)
+            .iter()
+            .map(|node| match &node.kind {
+                ExprKind::Math { math, args, .. } => real_arity(math, args.len()),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    fn fresh_kept(&self, what: &str) -> syn::Ident {
+        let n = self.next_local.get();
+        self.next_local.set(n + 1);
+        format_ident!("__deltad_kept_{}{}", what, n, span = Span::mixed_site())
+    }
+}
+
+/// How many real operands (partials) the math method has.
+fn real_arity(math: &crate::ir::Math, args: usize) -> usize {
+    (0..args).filter(|&i| math.real_arg(i)).count()
+}
