@@ -726,20 +726,19 @@ fn element_adjoints_kept_in_locals() {
 // Kept partials: the forward pass keeps the partials of expensive methods
 // whose value the adjoint does not read (`exp` in a sum, `sqrt` scaled by
 // a constant, `tanh` and `powf` of a state overwritten right after, `cos`
-// and `hypot`); a method whose value the adjoint reads (`cbrt` times `y`,
-// the divisor's `sqrt`) keeps nothing. `sqrt` at 0 under a zero adjoint
-// gives 0, not NaN, kept or not.
+// and `hypot`); a method whose value the adjoint reads (`sin` and `cbrt`
+// times `y`, `sqrt` divided by `y`) keeps its value too. `sqrt` at 0 under
+// a zero adjoint gives 0, not NaN, kept or not.
 both!(kept, kept_tape, fn(x: &[f64], y: f64) -> f64 {
     let mut s = 0.0;
     let mut t = y;
     for i in 0..x.len() {
         let e = (x[i] - y).exp();
-        s += e.sqrt() * 2.0 + (t * x[i]).sin();
+        s += e.sqrt() * 2.0 + (t * x[i]).sin() * y;
         t = (t * 0.5).tanh() + (x[i] * x[i] + 1.0).powf(y);
         s -= t.cos().hypot(y);
     }
-    let r = s.cbrt();
-    r * y + (s * s + 1.0).sqrt() / y
+    s.cbrt() * y + (s * s + 1.0).sqrt() / y
 });
 
 both!(kept_at_zero, kept_at_zero_tape, fn(x: f64, w: f64) -> f64 {
@@ -778,11 +777,11 @@ fn expensive_partials_are_kept() {
         }
     }
     // Per iteration: the partials of `exp`, `sqrt`, `sin`, `tanh`, `powf`
-    // (two), `cos` and `hypot` (two), and `t` before it is overwritten
-    // (`t * x[i]` reads it): 10 reals.
+    // (two), `cos` and `hypot` (two), the value of `sin`, and `t` before it
+    // is overwritten (`t * x[i]` reads it): 11 reals.
     let x = rng.vec(10, -1.0, 1.0);
     let per_iteration = kept::tape_stats(&x, 0.7).reals - kept::tape_stats(&x[..9], 0.7).reals;
-    assert_eq!(per_iteration, 10);
+    assert_eq!(per_iteration, 11);
     let g = kept_at_zero::grad(0.0, 1.5);
     assert_eq!((g.x, g.w), (0.0, 3.0));
     // On the tape, `x.sqrt() * 0.0` inside one expression is 0 · ∞.
@@ -820,7 +819,7 @@ both!(scratch, scratch_tape, fn(w: &[f64], x: &[f64], d: usize) -> f64 {
         acc += t[d - 1] * t[d - 1];
         acc *= 0.5;
         for j in 0..d {
-            total += t[j] * t[j] + u[j].sin() * acc;
+            total += t[j] * t[j] + u[j] * acc;
         }
     }
     total

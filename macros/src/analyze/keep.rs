@@ -1,59 +1,73 @@
-//! Partial derivatives the forward pass keeps instead of the adjoint
-//! computing them again: those of expensive math methods (`exp`, the
-//! trigonometric and hyperbolic functions, `sqrt`, `powf`, ...) in the value
-//! of a `let` or of an assignment (`=`, `+=`, `-=`) whose adjoint propagates
-//! through them. Pushing one real costs less than an `exp`, and the adjoint
-//! then needs neither the method's arguments (which may have been
-//! overwritten since) nor the call.
+//! What the forward pass keeps of expensive math methods (`exp`, the
+//! trigonometric and hyperbolic functions, `sqrt`, `powf`, ...) in the
+//! value of a `let` or of an assignment (`=`, `+=`, `-=`) whose adjoint
+//! propagates through them: their partials, and their value too where the
+//! adjoint reads it (a factor of a product whose other factor is
+//! differentiated, a divisor, an argument of a cheap method such as `ln`).
+//! Pushing a real costs less than an `exp`, and the adjoint then needs
+//! neither the method's arguments (which may have been overwritten since)
+//! nor the call.
 
 use crate::analyze::activity::is_active;
 use crate::ir::math::Rule;
 use crate::ir::{ArithOp, Expr, ExprKind};
 
+/// A math node whose partials the forward pass keeps.
+#[derive(Clone, Copy)]
+pub(crate) struct Kept<'a> {
+    pub node: &'a Expr,
+    /// Its value is kept too (the adjoint reads it).
+    pub value: bool,
+}
+
 /// The math nodes of `value` whose partials are kept, in evaluation order
-/// (the order the forward pass pushes them in). A node whose value the
-/// adjoint reads anyway (an operand of a product with a differentiated
-/// other operand, a divisor, an argument of a method whose partials are
-/// computed) is not kept: its partials come almost free with its value.
-pub(crate) fn kept_partials<'a>(value: &'a Expr, active: &[bool]) -> Vec<&'a Expr> {
+/// (the order the forward pass pushes them in).
+pub(crate) fn kept_partials<'a>(value: &'a Expr, active: &[bool]) -> Vec<Kept<'a>> {
     let mut kept = Vec::new();
-    collect(value, active, &mut kept);
+    collect(value, false, active, &mut kept);
     kept
 }
 
-/// Collects the kept nodes of `expr`, whose value the adjoint does not
-/// read.
-fn collect<'a>(expr: &'a Expr, active: &[bool], kept: &mut Vec<&'a Expr>) {
+/// Collects the kept nodes of `expr`; `read`: the adjoint reads its value.
+fn collect<'a>(expr: &'a Expr, read: bool, active: &[bool], kept: &mut Vec<Kept<'a>>) {
     if !is_active(expr, active) {
         return;
     }
     match &expr.kind {
-        ExprKind::Neg(a) | ExprKind::Cast(a, _) => collect(a, active, kept),
+        ExprKind::Neg(a) | ExprKind::Cast(a, _) => collect(a, read, active, kept),
         ExprKind::Arith(ArithOp::Add | ArithOp::Sub, a, b) => {
-            collect(a, active, kept);
-            collect(b, active, kept);
+            collect(a, read, active, kept);
+            collect(b, read, active, kept);
         }
-        // ∂(a·b)/∂a reads b: an operand is collected if the other is
-        // constant.
+        // ∂(a·b)/∂a reads b.
         ExprKind::Arith(ArithOp::Mul, a, b) => {
-            if !is_active(b, active) {
-                collect(a, active, kept);
-            }
-            if !is_active(a, active) {
-                collect(b, active, kept);
-            }
+            collect(a, read || is_active(b, active), active, kept);
+            collect(b, read || is_active(a, active), active, kept);
         }
-        // ∂(a/b)/∂a = 1/b; the divisor's value is read.
-        ExprKind::Arith(ArithOp::Div, a, b) if !is_active(b, active) => collect(a, active, kept),
-        ExprKind::Math { math, args, .. }
-            if math.rule != Rule::Constant && expensive(math.name) =>
-        {
+        // ∂(a/b)/∂a = 1/b reads b; ∂(a/b)/∂b reads a too.
+        ExprKind::Arith(ArithOp::Div, a, b) => {
+            collect(a, read || is_active(b, active), active, kept);
+            collect(b, true, active, kept);
+        }
+        ExprKind::Arith(ArithOp::Rem, a, b) => {
+            collect(a, true, active, kept);
+            collect(b, true, active, kept);
+        }
+        ExprKind::Math { math, args, .. } if math.rule != Rule::Constant => {
+            // Kept partials read no argument; a cheap method's rule reads
+            // all of them.
+            let keeps = expensive(math.name);
             for (i, arg) in args.iter().enumerate() {
                 if math.real_arg(i) {
-                    collect(arg, active, kept);
+                    collect(arg, !keeps, active, kept);
                 }
             }
-            kept.push(expr);
+            if keeps {
+                kept.push(Kept {
+                    node: expr,
+                    value: read,
+                });
+            }
         }
         _ => {}
     }
@@ -84,8 +98,8 @@ fn expensive(name: &str) -> bool {
     )
 }
 
-/// True if `expr` (a math node in a value whose partials are kept) is
-/// kept.
-pub(crate) fn is_kept(expr: &Expr, kept: &[&Expr]) -> bool {
-    kept.iter().any(|k| std::ptr::eq(*k, expr))
+/// What is kept of `expr` (a math node in a value whose partials are
+/// kept), if anything.
+pub(crate) fn kept_node<'a>(expr: &Expr, kept: &[Kept<'a>]) -> Option<Kept<'a>> {
+    kept.iter().copied().find(|k| std::ptr::eq(k.node, expr))
 }

@@ -20,6 +20,7 @@
 //!   range, other loops keep their trip count; a block that can be left
 //!   early keeps where it was left.
 
+use crate::analyze::keep::Kept;
 use crate::analyze::positions::Positions;
 use crate::analyze::types::Ty;
 use crate::ir::{
@@ -419,10 +420,10 @@ impl<'a> Planner<'a> {
         self.adjoint_kept(expr, at, &[]);
     }
 
-    /// The reads of the adjoint of `expr` when the partials of the math
-    /// nodes `kept` are kept by the forward pass (their arguments are not
-    /// read for them).
-    fn adjoint_kept(&mut self, expr: &Expr, at: StmtId, kept: &[&Expr]) {
+    /// The reads of the adjoint of `expr` when the forward pass keeps what
+    /// `kept` says of its math nodes (their arguments are not read for
+    /// them).
+    fn adjoint_kept(&mut self, expr: &Expr, at: StmtId, kept: &[Kept]) {
         if !crate::analyze::activity::is_active(expr, self.active) {
             return;
         }
@@ -437,38 +438,41 @@ impl<'a> Planner<'a> {
             ExprKind::Arith(ArithOp::Mul, a, b) => {
                 // ∂(a·b)/∂a = b, ∂(a·b)/∂b = a.
                 if crate::analyze::activity::is_active(a, self.active) {
-                    self.all(b, at);
+                    self.values_kept(b, at, kept);
                     self.adjoint_kept(a, at, kept);
                 }
                 if crate::analyze::activity::is_active(b, self.active) {
-                    self.all(a, at);
+                    self.values_kept(a, at, kept);
                     self.adjoint_kept(b, at, kept);
                 }
             }
             ExprKind::Arith(ArithOp::Div, a, b) => {
                 // ∂(a/b)/∂a = 1/b, ∂(a/b)/∂b = -(a/b)/b.
-                self.all(b, at);
+                self.values_kept(b, at, kept);
                 self.adjoint_kept(a, at, kept);
                 if crate::analyze::activity::is_active(b, self.active) {
-                    self.all(a, at);
+                    self.values_kept(a, at, kept);
+                    self.adjoint_kept(b, at, kept);
                 }
             }
             ExprKind::Arith(_, a, b) => {
-                self.all(a, at);
-                self.all(b, at);
+                self.values_kept(a, at, kept);
+                self.values_kept(b, at, kept);
+                self.adjoint_kept(a, at, kept);
+                self.adjoint_kept(b, at, kept);
             }
             ExprKind::Math { math, args, .. } => {
                 if math.rule == crate::ir::math::Rule::Constant {
-                } else if crate::analyze::keep::is_kept(expr, kept) {
-                    // The partials are kept: only what flows on is read.
-                    for (i, arg) in args.iter().enumerate() {
-                        if math.real_arg(i) {
-                            self.adjoint_kept(arg, at, kept);
-                        }
+                    return;
+                }
+                // Kept partials read no argument; a rule reads them all.
+                let partials_kept = crate::analyze::keep::kept_node(expr, kept).is_some();
+                for (i, arg) in args.iter().enumerate() {
+                    if !partials_kept {
+                        self.values_kept(arg, at, kept);
                     }
-                } else {
-                    for arg in args {
-                        self.all(arg, at);
+                    if math.real_arg(i) {
+                        self.adjoint_kept(arg, at, kept);
                     }
                 }
             }
@@ -481,6 +485,32 @@ impl<'a> Planner<'a> {
             ExprKind::Not(_) | ExprKind::Compare(..) | ExprKind::Logic(..) => {}
             ExprKind::Call(_) | ExprKind::NewBuffer(_) => {
                 unreachable!("calls and new buffers are the whole value of a `let`")
+            }
+        }
+    }
+
+    /// The reads of the value of `expr` when the values of the math nodes
+    /// `kept` says are kept are popped, not computed.
+    fn values_kept(&mut self, expr: &Expr, at: StmtId, kept: &[Kept]) {
+        if crate::analyze::keep::kept_node(expr, kept).is_some_and(|k| k.value) {
+            return;
+        }
+        if kept.is_empty() {
+            return self.all(expr, at);
+        }
+        match &expr.kind {
+            ExprKind::Var(_)
+            | ExprKind::Elem(..)
+            | ExprKind::Len(_)
+            | ExprKind::Opaque { .. }
+            | ExprKind::Primitive(..) => {
+                // Leaves (an element's index is read in full).
+                self.all(expr, at);
+            }
+            _ => {
+                for child in expr.children() {
+                    self.values_kept(child, at, kept);
+                }
             }
         }
     }

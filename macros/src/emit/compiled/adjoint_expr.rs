@@ -40,6 +40,11 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
     /// Uses the partials in `kept` (popped by the caller) for their math
     /// nodes instead of computing them.
     pub(crate) fn with_kept(mut self, kept: KeptPartials) -> Self {
+        for (node, (_, value)) in &kept {
+            if let Some(value) = value {
+                self.values.insert(*node, quote!(#value));
+            }
+        }
         self.kept = kept;
         self
     }
@@ -102,7 +107,7 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             return;
         }
         let real_args: Vec<usize> = (0..args.len()).filter(|&i| math.real_arg(i)).collect();
-        if let Some(partials) = self.kept.get(&(expr as *const Expr)).cloned() {
+        if let Some((partials, _)) = self.kept.get(&(expr as *const Expr)).cloned() {
             let adjoint = self.bind(adjoint);
             for (&i, partial) in real_args.iter().zip(&partials) {
                 self.propagate(&args[i], quote!((#adjoint * #partial)));

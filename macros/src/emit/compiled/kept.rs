@@ -1,8 +1,9 @@
-//! Kept partials (`analyze/keep.rs`) in the emitted passes: the forward
-//! pass evaluates each kept math node through its rule before the value
-//! that contains it, pushes the partials and uses the value; the adjoint
-//! pops them (in reverse) into locals its expression adjoint uses instead
-//! of calling the rule again.
+//! Kept partials and values (`analyze/keep.rs`) in the emitted passes:
+//! the forward pass evaluates each kept math node through its rule before
+//! the value that contains it, pushes its partials (and its value where
+//! the adjoint reads it) and uses the value; the adjoint pops them (in
+//! reverse) into locals its expression adjoint uses instead of calling the
+//! rule again.
 
 use std::collections::HashMap;
 
@@ -15,13 +16,15 @@ use crate::analyze::keep::kept_partials;
 use crate::ir::math::Rule;
 use crate::ir::{Expr, ExprKind};
 
-/// The locals holding kept partials, per math node (by address).
-pub(crate) type KeptPartials = HashMap<*const Expr, Vec<syn::Ident>>;
+/// The locals the adjoint pops what was kept into, per math node (by
+/// address): its partials, and its value if that was kept too.
+pub(crate) type KeptPartials = HashMap<*const Expr, (Vec<syn::Ident>, Option<syn::Ident>)>;
 
 impl Passes<'_> {
     /// The forward value of `value` (of a statement whose adjoint runs) as a
     /// scalar of the pass when `scalar`: the statements evaluating its kept
-    /// math nodes and pushing their partials, and the value using them.
+    /// math nodes and pushing what is kept (partials, then the value), and
+    /// the value using them.
     pub(crate) fn value_keeping(&self, value: &Expr, scalar: bool) -> (TokenStream, TokenStream) {
         let kept = kept_partials(value, &self.analysis.active);
         if kept.is_empty() {
@@ -34,8 +37,8 @@ impl Passes<'_> {
         }
         let mut locals: HashMap<*const Expr, syn::Ident> = HashMap::new();
         let mut before = Vec::new();
-        for node in &kept {
-            let ExprKind::Math { math, args, .. } = &node.kind else {
+        for kept in &kept {
+            let ExprKind::Math { math, args, .. } = &kept.node.kind else {
                 continue;
             };
             let values: Vec<TokenStream> = args
@@ -62,11 +65,13 @@ impl Passes<'_> {
                 .iter()
                 .map(|p| self.push_real(quote!(#p)))
                 .collect();
+            let value_push = kept.value.then(|| self.push_real(quote!(#local)));
             before.push(quote! {
                 let (#local, #(#partials),*) = ::deltad::__private::#module::#name(#(#values),*);
                 #(#pushes)*
+                #value_push
             });
-            locals.insert(*node as *const Expr, local);
+            locals.insert(kept.node as *const Expr, local);
         }
         let value = if scalar {
             self.scalar_with(value, &mut |e| self.value_with_locals(e, &locals))
@@ -90,25 +95,30 @@ impl Passes<'_> {
         })
     }
 
-    /// The adjoint's pops of the partials kept for `value` (last pushed
+    /// The adjoint's pops of what was kept for `value` (last pushed
     /// first), and the locals they go to.
     pub(crate) fn pop_kept(&self, value: &Expr) -> (TokenStream, KeptPartials) {
         let kept = kept_partials(value, &self.analysis.active);
         let mut map = KeptPartials::new();
         let mut pops = Vec::new();
         let s = &self.scalar;
-        for node in kept.iter().rev() {
-            let ExprKind::Math { math, args, .. } = &node.kind else {
+        let stack = super::names::stack();
+        for kept in kept.iter().rev() {
+            let ExprKind::Math { math, args, .. } = &kept.node.kind else {
                 continue;
             };
+            let value = kept.value.then(|| {
+                let local = self.fresh_kept("value");
+                pops.push(quote!(let #local: #s = #stack.pop_real();));
+                local
+            });
             let partials: Vec<syn::Ident> = (0..real_arity(math, args.len()))
                 .map(|_| self.fresh_kept("partial"))
                 .collect();
-            let stack = super::names::stack();
             for partial in partials.iter().rev() {
                 pops.push(quote!(let #partial: #s = #stack.pop_real();));
             }
-            map.insert(*node as *const Expr, partials);
+            map.insert(kept.node as *const Expr, (partials, value));
         }
         (quote!(#(#pops)*), map)
     }
@@ -117,8 +127,10 @@ impl Passes<'_> {
     pub(crate) fn kept_count(&self, value: &Expr) -> usize {
         kept_partials(value, &self.analysis.active)
             .iter()
-            .map(|node| match &node.kind {
-                ExprKind::Math { math, args, .. } => real_arity(math, args.len()),
+            .map(|kept| match &kept.node.kind {
+                ExprKind::Math { math, args, .. } => {
+                    real_arity(math, args.len()) + usize::from(kept.value)
+                }
                 _ => 0,
             })
             .sum()
