@@ -537,6 +537,24 @@ fn constant_terms_of_a_chain(x: f64, s: &[f64]) -> f64 {
     x * c + s.iter().map(|&u| u * x).sum::<f64>().sin()
 }
 
+/// Found as program p423 of `--seed 12` (seed 7188728768067849345) on the
+/// compiled path: a constant buffer whose element the adjoint reads (`b[0]`
+/// in the derivative of `max`) is overwritten later, so the write keeps the
+/// old value and the adjoint puts it back at the write's index; the index
+/// (`at`, a `let` of the block) was not among the values the adjoint reads,
+/// so it was not there (a compile error: cannot find value `at`). The
+/// indices of element writes of restored buffers are now read.
+#[differentiate(compiled)]
+fn restored_constant_buffer(x: f64) -> f64 {
+    let mut b = vec![-0.5_f64; 3];
+    let v = x * x.max(b[0]);
+    {
+        let at = 2 % b.len() - 2;
+        b[at] = 2.0;
+    }
+    v + b[0] * x
+}
+
 #[test]
 fn compiled_path_regressions() {
     let s = [0.4, -1.1, 0.25];
@@ -556,6 +574,9 @@ fn compiled_path_regressions() {
         let (value, g) = annotated_constant_buffer::value_and_grad(x);
         assert_eq!(value, annotated_constant_buffer(x));
         check_gradient(|p| annotated_constant_buffer(p[0]), &[x], &[g.x], "buffer");
+        let (value, g) = restored_constant_buffer::value_and_grad(x);
+        assert_eq!(value, restored_constant_buffer(x));
+        check_gradient(|p| restored_constant_buffer(p[0]), &[x], &[g.x], "restored");
         let (value, g) = hidden_before_the_block_ends::value_and_grad(x, 0.7);
         assert_eq!(value, hidden_before_the_block_ends(x, 0.7));
         check_gradient(

@@ -793,13 +793,46 @@ impl<'a> Planner<'a> {
     /// Restored variables: read where they are not settled, or read before
     /// their own compound update.
     fn restore(&mut self) -> Result<(), Unsupported> {
-        for var in 0..self.function.vars.len() {
-            let unsettled = self
-                .reads
-                .iter()
-                .any(|r| r.var == var && !r.length && !self.positions.settled(var, r.at));
-            if unsettled || self.forced[var] {
-                self.plan.restored[var] = true;
+        // To a fixed point: the adjoint of an element write of a restored
+        // buffer evaluates its index (to put the old value back), which
+        // may read variables that then need restoring in turn.
+        loop {
+            for var in 0..self.function.vars.len() {
+                let unsettled = self
+                    .reads
+                    .iter()
+                    .any(|r| r.var == var && !r.length && !self.positions.settled(var, r.at));
+                if unsettled || self.forced[var] {
+                    self.plan.restored[var] = true;
+                }
+            }
+            let before = self.reads.len();
+            for var in 0..self.function.vars.len() {
+                if !self.plan.restored[var] || self.plan.useful[var] {
+                    // A useful variable's element writes read their index
+                    // already (`reads_of`).
+                    continue;
+                }
+                for &write in &self.positions.writes[var] {
+                    let stmt = self.stmt(write);
+                    if let StmtKind::Assign {
+                        place: Place::Elem(_, index),
+                        ..
+                    } = &stmt.kind
+                    {
+                        let start = self.reads.len();
+                        self.all(index, write);
+                        let fresh: Vec<Read> = self.reads.drain(start..).collect();
+                        for read in fresh {
+                            if !self.reads.contains(&read) {
+                                self.reads.push(read);
+                            }
+                        }
+                    }
+                }
+            }
+            if self.reads.len() == before {
+                break;
             }
         }
         // Integer increments and negations are undone instead of saved
