@@ -1210,3 +1210,54 @@ fn negations_are_undone() {
     let kept = |n: usize| alternating::tape_stats(&vec![0.5; n]).reals;
     assert_eq!(kept(20) - kept(10), 10);
 }
+
+// One real input: `grad` runs forward mode (one pass on dual numbers,
+// nothing kept), so it equals `jvp` with tangent 1 bit for bit, and the
+// hand-derived derivative to rounding. With a method whose partial can be
+// infinite (`sqrt`) it stays in reverse mode, whose zero adjoint skips the
+// infinite partial: at 0, `0.0 * x.sqrt()` has gradient 0, not NaN.
+#[differentiate(compiled)]
+fn one_input(x: f64, #[no_grad] c: f64, n: usize) -> f64 {
+    let mut s = 0.0;
+    let mut p = 1.0;
+    for k in 0..n {
+        p *= x * c;
+        s += if k % 2 == 0 { p.sin() } else { p * x };
+    }
+    s
+}
+
+#[differentiate(compiled)]
+fn one_singular_input(x: f64) -> f64 {
+    0.0 * x.sqrt() + x * x
+}
+
+#[test]
+fn one_real_input_runs_forward_mode() {
+    for x in [-0.7, 0.2, 1.3] {
+        let (value, g) = one_input::value_and_grad(x, 0.9, 5);
+        assert_eq!(value.to_bits(), one_input(x, 0.9, 5).to_bits());
+        let (_, tangent) = one_input::jvp(x, 0.9, 5, &one_input::Grad { x: 1.0 });
+        assert_eq!(g.x.to_bits(), tangent.to_bits());
+        // Hand-derived: p_k = (x c)^(k+1), terms sin(p_k) (k even) and
+        // p_k x (k odd).
+        let mut want = 0.0;
+        for k in 0..5 {
+            let e = (k + 1) as f64;
+            let p = (x * 0.9f64).powi(k + 1);
+            let dp = e * p / x;
+            want += if k % 2 == 0 { p.cos() * dp } else { dp * x + p };
+        }
+        assert!(
+            (g.x - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{} vs {want}",
+            g.x
+        );
+        // `grad_into` adds, `vjp` scales by the seed.
+        let mut into = one_input::Grad { x: 1.0 };
+        one_input::grad_into(x, 0.9, 5, &mut into);
+        assert_eq!(into.x, 1.0 + g.x);
+        assert_eq!(one_input::vjp(x, 0.9, 5, 2.0).1.x, 2.0 * g.x);
+    }
+    assert_eq!(one_singular_input::grad(0.0).x, 0.0);
+}

@@ -64,14 +64,29 @@ impl<S: Scalar> Dual<S> {
     }
 }
 
-/// Σ partial · tangent over the operands with a nonzero tangent.
+/// Σ partial · tangent over the operands with a nonzero tangent (an
+/// operand whose tangent is zero contributes 0 even where its partial is
+/// infinite). The product is computed for every operand and dropped by a
+/// select, not a branch: the optimiser keeps the loop straight.
 #[inline(always)]
 fn combine<S: Scalar, const N: usize>(terms: [(S, S); N]) -> S {
-    let mut tangent = S::zero();
-    for (partial, operand_tangent) in terms {
-        if !operand_tangent.is_zero() {
-            tangent += partial * operand_tangent;
+    let term = |(partial, operand_tangent): (S, S)| {
+        let term = partial * operand_tangent;
+        if operand_tangent.is_zero() {
+            S::zero()
+        } else {
+            term
         }
+    };
+    // The first term starts the sum (not a zero added to it: the sum of
+    // one term is then that term, with no addition on the loop's chain).
+    let mut terms = terms.into_iter();
+    let Some(first) = terms.next() else {
+        return S::zero();
+    };
+    let mut tangent = term(first);
+    for next in terms {
+        tangent += term(next);
     }
     tangent
 }

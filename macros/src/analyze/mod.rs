@@ -5,6 +5,7 @@
 
 pub(crate) mod activity;
 pub(crate) mod keep;
+pub(crate) mod mode;
 pub(crate) mod positions;
 pub(crate) mod reverse;
 pub(crate) mod saves;
