@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, BenchmarkGroup, BenchmarkId, Criterion};
-use deltad_bench_suite::{branches, gmm, quaternion, rosenbrock, taylor};
+use deltad_bench_suite::{branches, call, gmm, quaternion, rosenbrock, taylor};
 
 fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
     let mut group = c.benchmark_group(name);
@@ -172,13 +172,40 @@ fn bench_branches(c: &mut Criterion) {
     g.finish();
 }
 
+fn bench_call(c: &mut Criterion) {
+    call::check();
+    let mut g = group(c, "call");
+    let id = |f: &str| BenchmarkId::new(f, "x*y");
+    let (x, y) = (0.7, -1.3);
+    g.bench_function(id("primal"), |b| {
+        b.iter(|| call::product(black_box(x), black_box(y)))
+    });
+    g.bench_function(id("hand-written"), |b| {
+        b.iter(|| call::hand(black_box(x), black_box(y)))
+    });
+    g.bench_function(id("deltad"), |b| {
+        b.iter(|| call::product::grad(black_box(x), black_box(y)))
+    });
+    g.bench_function(id("deltad-tape"), |b| {
+        b.iter(|| call::product_tape::grad(black_box(x), black_box(y)))
+    });
+    g.bench_function(id("reverse"), |b| {
+        b.iter(|| call::with_reverse(black_box(x), black_box(y)))
+    });
+    g.bench_function(id("ad_trait"), |b| {
+        b.iter(|| call::with_ad_trait(black_box(x), black_box(y)))
+    });
+    g.finish();
+}
+
 criterion_group!(
     suite,
     bench_taylor,
     bench_rosenbrock,
     bench_gmm,
     bench_quaternion,
-    bench_branches
+    bench_branches,
+    bench_call
 );
 
 fn main() {

@@ -7,6 +7,7 @@
 #![allow(clippy::all)]
 
 pub mod branches;
+pub mod call;
 pub mod gmm;
 pub mod quaternion;
 pub mod rosenbrock;
@@ -95,6 +96,11 @@ pub fn rows() -> Vec<Row> {
         "branches",
         branches::ITERATIONS.to_string(),
         format!("loop with branches, {} iterations", branches::ITERATIONS),
+    ));
+    rows.push(row(
+        "call",
+        "x*y".to_string(),
+        "one product x·y (per-call overhead)".to_string(),
     ));
     rows
 }

@@ -25,3 +25,8 @@ fn quaternion() {
 fn branches() {
     deltad_bench_suite::branches::check();
 }
+
+#[test]
+fn call() {
+    deltad_bench_suite::call::check();
+}
