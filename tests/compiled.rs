@@ -1261,3 +1261,56 @@ fn one_real_input_runs_forward_mode() {
     }
     assert_eq!(one_singular_input::grad(0.0).x, 0.0);
 }
+
+// Plain values taken apart by `let` patterns (an array of indices, a
+// struct, a nested tuple) and `.is_empty()` of a buffer, on the compiled
+// path: the indices they give pick which reals the gradient goes to.
+#[derive(Clone, Copy)]
+struct Span2 {
+    from: usize,
+    to: usize,
+}
+
+#[differentiate(compiled)]
+fn picked(
+    x: &[f64],
+    weights: &[f64],
+    #[no_grad] triples: &[[usize; 3]],
+    #[no_grad] span: Span2,
+) -> f64 {
+    let mut s = 0.0;
+    for t in 0..triples.len() {
+        let [a, b, mut c] = triples[t];
+        if c >= x.len() {
+            c = x.len() - 1;
+        }
+        let w = if weights.is_empty() { 1.0 } else { weights[t] };
+        s += w * x[a] * x[b] + (x[c] - x[a]).powi(2);
+    }
+    let Span2 { from, to } = span;
+    let ((lo, _), hi) = ((from, 0u8), to);
+    for i in lo..hi {
+        s += x[i].sin();
+    }
+    s
+}
+
+#[test]
+fn destructured_plain_values_and_is_empty() {
+    let x = [0.3, -1.1, 0.8, 1.7, -0.4];
+    let triples = [[0, 1, 2], [3, 3, 4], [4, 0, 9]];
+    let span = Span2 { from: 1, to: 4 };
+    let f = |p: &[f64]| picked(&p[..5], &p[5..], &triples, span);
+    let weighted: Vec<f64> = x.iter().copied().chain([0.5, 2.0, -1.5]).collect();
+    let g = picked::grad(&x, &[0.5, 2.0, -1.5], &triples, span);
+    let got: Vec<f64> = g.x.iter().chain(&g.weights).copied().collect();
+    check_gradient(f, &weighted, &got, "picked");
+    let g = picked::grad(&x, &[], &triples, span);
+    check_gradient(
+        |p| picked(p, &[], &triples, span),
+        &x,
+        &g.x,
+        "picked, no weights",
+    );
+    assert!(g.weights.is_empty());
+}

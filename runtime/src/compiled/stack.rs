@@ -257,6 +257,18 @@ impl<S: Scalar> Stack<S> {
         self.reals.clear();
         self.bits.clear();
     }
+
+    /// Gives back reserved memory above `bytes` (words first get at most
+    /// half of it).
+    fn trim(&mut self, bytes: usize) {
+        if self.stats().bytes_reserved <= bytes {
+            return;
+        }
+        let real = core::mem::size_of::<S>().max(1);
+        self.bits.shrink_to(self.bits.capacity().min(bytes / 2 / 8));
+        let left = bytes - self.bits.capacity() * 8;
+        self.reals.shrink_to(self.reals.capacity().min(left / real));
+    }
 }
 
 /// A discrete value as a 64-bit word and back: integers up to 64 bits,
@@ -328,7 +340,9 @@ impl Bits for f32 {
     }
 }
 
-/// Stacks above this size are freed rather than kept for the next call.
+/// A stack kept for the next call keeps at most this many bytes reserved
+/// (a bigger one gives the rest back; the next call that needs more grows
+/// it again, faulting in only the part above this).
 const KEEP_AT_MOST_BYTES: usize = 1 << 30;
 /// At most this many stacks are kept per thread and scalar type.
 const KEEP_AT_MOST_STACKS: usize = 8;
@@ -355,15 +369,14 @@ pub(crate) fn with_pooled_stack<S: Scalar, R>(
         .flatten()
         .unwrap_or_default();
     let result = f(&mut stack);
-    if stack.stats().bytes_reserved <= KEEP_AT_MOST_BYTES {
-        stack.clear();
-        let _ = pool.try_with(|stacks| {
-            let mut stacks = stacks.borrow_mut();
-            if stacks.len() < KEEP_AT_MOST_STACKS {
-                stacks.push(stack);
-            }
-        });
-    }
+    stack.clear();
+    stack.trim(KEEP_AT_MOST_BYTES);
+    let _ = pool.try_with(|stacks| {
+        let mut stacks = stacks.borrow_mut();
+        if stacks.len() < KEEP_AT_MOST_STACKS {
+            stacks.push(stack);
+        }
+    });
     result
 }
 
@@ -400,6 +413,22 @@ pub fn with_stack<S: Scalar, R>(f: impl FnOnce(&mut Stack<S>) -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trimmed_stack_keeps_at_most_the_limit() {
+        let mut stack = Stack::<f64>::new();
+        stack.reserve(1000, 1000);
+        stack.trim(4000);
+        let stats = stack.stats();
+        assert!(stats.bytes_reserved <= 4000, "{stats:?}");
+        assert!(stats.bytes_reserved >= 3000, "{stats:?}");
+        // Under the limit nothing changes.
+        let mut small = Stack::<f64>::new();
+        small.reserve(10, 10);
+        let before = small.stats().bytes_reserved;
+        small.trim(4000);
+        assert_eq!(small.stats().bytes_reserved, before);
+    }
 
     #[test]
     fn values_come_back_in_reverse_order_with_their_types() {

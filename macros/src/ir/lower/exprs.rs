@@ -307,6 +307,21 @@ impl Lowerer {
             if self.kind(var) == VarKind::Buffer {
                 return match name.as_str() {
                     "len" if call.args.is_empty() => Ok(Expr::new(ExprKind::Len(var), span)),
+                    "is_empty" if call.args.is_empty() => {
+                        let len = Expr::new(ExprKind::Len(var), span);
+                        let zero = Expr::new(
+                            ExprKind::Lit(syn::Lit::Int(syn::LitInt::new("0usize", span))),
+                            span,
+                        );
+                        Ok(Expr::new(
+                            ExprKind::Compare(
+                                syn::BinOp::Eq(syn::Token![==](span)),
+                                Box::new(len),
+                                Box::new(zero),
+                            ),
+                            span,
+                        ))
+                    }
                     _ => Err(Unsupported::new(
                         span,
                         format!("the method `{name}` of a buffer is not on the compiled path yet (iterator chains are not either: write the loop)"),

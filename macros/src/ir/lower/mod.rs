@@ -24,6 +24,7 @@ mod closures;
 mod exprs;
 mod loops;
 mod opaque;
+mod patterns;
 mod stmts;
 
 /// Why a function body is not in the compiled subset, at the construct.
@@ -57,6 +58,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         by_ref: HashSet::new(),
         closures: closures::Closures::new(),
         returns_buffer: signature.buffer_output().is_some(),
+        plain: HashSet::new(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -114,6 +116,9 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
             span: name.span(),
         });
         params.push(var);
+        if matches!(param.kind, ParamKind::Constant | ParamKind::Discrete) {
+            lowerer.plain.insert(var);
+        }
         if mutable {
             if kind == VarKind::Buffer {
                 return Err(Unsupported::new(
@@ -228,6 +233,9 @@ pub(super) struct Lowerer {
     closures: closures::Closures,
     /// The function's result is a buffer (`Vec` or array of reals).
     returns_buffer: bool,
+    /// Variables that never hold a differentiated value: constant and
+    /// discrete parameters, names taken out of plain values by patterns.
+    plain: HashSet<VarId>,
 }
 
 impl Lowerer {

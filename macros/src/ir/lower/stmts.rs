@@ -90,11 +90,8 @@ impl Lowerer {
                 // `let _ = e;`: evaluated for its effects.
                 self.expr_stmt(init, out)
             }
-            syn::Pat::Tuple(tuple) => self.let_tuple(tuple, init, out),
-            other => Err(Unsupported::new(
-                other.span(),
-                "this pattern in `let` is not on the compiled path yet: bind one name or a tuple of names",
-            )),
+            syn::Pat::Tuple(tuple) => self.let_tuple(tuple, annotation, init, out),
+            other => self.let_pattern(other, annotation, init, out),
         }
     }
 
@@ -254,13 +251,18 @@ impl Lowerer {
     fn let_tuple(
         &mut self,
         pattern: &syn::PatTuple,
+        annotation: Option<syn::Type>,
         init: &SynExpr,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
-        let unsupported = || {
-            Unsupported::new(
-                pattern.span(),
-                "this tuple `let` is not on the compiled path yet: bind the parts with one `let` each",
+        // Other tuples (nested patterns, a tuple value that is not written
+        // out) can only be plain values taken apart.
+        let mut other = || {
+            self.let_pattern(
+                &syn::Pat::Tuple(pattern.clone()),
+                annotation.clone(),
+                init,
+                out,
             )
         };
         let mut names = Vec::new();
@@ -270,7 +272,7 @@ impl Lowerer {
                     names.push(Some((ident.ident.clone(), ident.mutability.is_some())))
                 }
                 syn::Pat::Wild(_) => names.push(None),
-                _ => return Err(unsupported()),
+                _ => return other(),
             }
         }
         // The values, each into a temporary first: a part may name a
@@ -319,7 +321,7 @@ impl Lowerer {
                     })
                     .collect()
             }
-            _ => return Err(unsupported()),
+            _ => return other(),
         };
         for (name, value) in names.into_iter().zip(values) {
             let Some((name, mutable)) = name else {

@@ -1,0 +1,113 @@
+//! `let` with a destructuring pattern (`let [a, b, c] = mesh.triangles[t];`,
+//! `let Point { x, y } = p;`) over a plain value: the value goes to a
+//! temporary once, and each name the pattern binds is its own plain
+//! variable, read out of the temporary by the same pattern.
+
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::Expr as SynExpr;
+
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::{Expr, ExprKind, Origin, StmtKind, Var, VarKind};
+
+impl Lowerer {
+    /// Lowers `let pattern = init;` where `init` is a plain value (no reals
+    /// of the function in it) and `pattern` binds names by value.
+    pub(super) fn let_pattern(
+        &mut self,
+        pattern: &syn::Pat,
+        annotation: Option<syn::Type>,
+        init: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let unsupported = || {
+            Unsupported::new(
+                pattern.span(),
+                "this pattern in `let` is not on the compiled path yet: bind one name, a tuple of names, or destructure a plain (not differentiated) value",
+            )
+        };
+        let mut bindings = Bindings::default();
+        bindings.visit_pat(pattern);
+        if bindings.by_reference {
+            return Err(unsupported());
+        }
+        let value = self.expr(init, out)?;
+        let plain = match &value.kind {
+            ExprKind::Opaque { .. } => true,
+            ExprKind::Var(var) => self.plain.contains(var),
+            _ => false,
+        };
+        if !plain {
+            return Err(unsupported());
+        }
+        let temp = self.temp(init.span());
+        self.vars[temp].annotation = annotation;
+        self.plain.insert(temp);
+        out.push(self.stmt(
+            init.span(),
+            StmtKind::Let {
+                var: temp,
+                init: Some(value),
+            },
+        ));
+        let temp_name = self.vars[temp].name.clone();
+        for (name, mutable) in bindings.names {
+            // `{ let PATTERN = temp.clone(); name }`: the pattern as
+            // written, so that rustc checks it against the value's type (a
+            // copy for the `Copy` values patterns mostly take apart).
+            let read: SynExpr = syn::parse_quote_spanned! {name.span()=>
+                {
+                    #[allow(unused_variables, unused_mut)]
+                    let #pattern = ::core::clone::Clone::clone(&#temp_name);
+                    #name
+                }
+            };
+            let var = self.new_var(Var {
+                name: name.clone(),
+                mutable,
+                origin: Origin::Local,
+                kind: VarKind::Scalar,
+                array: false,
+                annotation: None,
+                span: name.span(),
+            });
+            let value = Expr::new(
+                ExprKind::Opaque {
+                    expr: Box::new(read),
+                    reads: vec![temp],
+                },
+                name.span(),
+            );
+            out.push(self.stmt(
+                name.span(),
+                StmtKind::Let {
+                    var,
+                    init: Some(value),
+                },
+            ));
+            if !mutable {
+                self.plain.insert(var);
+            }
+            self.bind(&name, var);
+        }
+        Ok(())
+    }
+}
+
+/// The names a pattern binds, and whether any binds by reference.
+#[derive(Default)]
+struct Bindings {
+    names: Vec<(syn::Ident, bool)>,
+    by_reference: bool,
+}
+
+impl<'ast> Visit<'ast> for Bindings {
+    fn visit_pat_ident(&mut self, ident: &'ast syn::PatIdent) {
+        if ident.by_ref.is_some() {
+            self.by_reference = true;
+        }
+        self.names
+            .push((ident.ident.clone(), ident.mutability.is_some()));
+        syn::visit::visit_pat_ident(self, ident);
+    }
+}
