@@ -240,8 +240,10 @@ fn fuzz_program_332_value_and_gradient() {
 // `#[preaccumulate]` loop did `acc9 -= ..` on a variable that the code after
 // the loop also assigned a call's result: the check took `acc9` for a sum,
 // but the accumulators only take variables known to be reals, so `acc9` kept
-// a value of a forgotten iteration. Such a loop is now a compile error
-// (tests/ui/preaccumulate-sum-assigned-a-call.rs).
+// a value of a forgotten iteration. Such a loop became a compile error;
+// now a variable first bound to a real is known to stay one (a call's
+// result assigned to it is a real too), so the accumulators take it
+// (`sums_and_states_later_assigned_a_call` below).
 
 // Found as program p409 of `--seed 1` (seed 4210025405527551822). The
 // shrinker reduced it to `shadowed_parameter` above, which failed the same
@@ -585,5 +587,95 @@ fn compiled_path_regressions() {
             &[g.x, g.y],
             "hidden",
         );
+    }
+}
+
+/// Found as program p503 of `--seed 13` (seed 16882758029005098817), and the
+/// cause of the "about 1%" of known rejection 2: on the tape, a checkpointed
+/// loop whose update reads `w.sin_cos().0` was rejected as not straight-line
+/// (the pair's field is not arithmetic the loop takes). In checkpointed
+/// bodies `e.sin_cos().0` is now `e.sin()` (and `.1` is `e.cos()`), the same
+/// bits.
+#[differentiate(tape)]
+fn checkpointed_sin_cos(x: f64, y: f64) -> f64 {
+    let mut w = x;
+    let mut v = y;
+    #[checkpoint]
+    for _ in 0..10 {
+        w += 0.5 * (w.sin_cos().0 + v).cos();
+        v += 0.25 * (x * v.sin_cos().1).tanh();
+    }
+    w * v
+}
+
+#[test]
+fn checkpointed_sin_cos_on_the_tape() {
+    for (x, y) in [(0.3, -0.7), (-1.2, 0.4)] {
+        let (value, g) = checkpointed_sin_cos::value_and_grad(x, y);
+        assert_eq!(value, checkpointed_sin_cos(x, y));
+        check_gradient(
+            |p| checkpointed_sin_cos(p[0], p[1]),
+            &[x, y],
+            &[g.x, g.y],
+            "checkpointed sin_cos",
+        );
+    }
+}
+
+/// Found by the fuzzer (program p905 of `--seed 13`, and earlier as a
+/// `tests/ui` case that pinned the rejection): a `#[preaccumulate]` sum `b`
+/// assigned a differentiated call's result after the loop was not taken as a
+/// real (a call's result has an unknown structure), so the loop was rejected.
+/// One variable has one type: a real assigned a call's result stays a real,
+/// and the loop sums into it. The same cause rejected checkpointed loops
+/// whose state is later assigned a call's result (p605 of `--seed 13`).
+#[differentiate]
+fn doubled(x: f64) -> f64 {
+    x * 2.0
+}
+
+macro_rules! sum_later_assigned_a_call {
+    ($name:ident, $engine:meta) => {
+        #[$engine]
+        fn $name(x: f64) -> f64 {
+            let mut a = 0.0;
+            let mut b = 0.0;
+            #[preaccumulate]
+            for _ in 0..2 {
+                a += (x * 3.0).cos();
+                b -= x * x;
+            }
+            let mut w = x.atan();
+            #[checkpoint]
+            for _ in 0..10 {
+                w += 0.5 * (w.atan().exp() + w).sin();
+            }
+            if b < 0.0 {
+                b = doubled(a);
+            }
+            w = doubled(w) + x;
+            a * b + w
+        }
+    };
+}
+sum_later_assigned_a_call!(sum_assigned_a_call, differentiate);
+sum_later_assigned_a_call!(sum_assigned_a_call_tape, differentiate(tape));
+
+#[test]
+fn sums_and_states_later_assigned_a_call() {
+    for x in [0.3, -0.7, 1.1] {
+        // x ≠ 0: b = -2x² < 0, so b = 2a with a = 2cos(3x): a·b = 8cos²(3x).
+        let g = sum_assigned_a_call::grad(x).x;
+        let t = sum_assigned_a_call_tape::grad(x).x;
+        assert_eq!(
+            sum_assigned_a_call::value_and_grad(x).0,
+            sum_assigned_a_call(x)
+        );
+        assert_eq!(
+            sum_assigned_a_call_tape::value_and_grad(x).0,
+            sum_assigned_a_call(x)
+        );
+        check_gradient(|p| sum_assigned_a_call(p[0]), &[x], &[g], "compiled");
+        check_gradient(|p| sum_assigned_a_call(p[0]), &[x], &[t], "tape");
     }
 }

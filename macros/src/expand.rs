@@ -297,6 +297,7 @@ fn recording_pass(
     // of macro arguments) identifies nodes by address, and nothing below
     // moves them before the rewrite visits them.
     let mut body: Box<syn::Block> = function.block.clone();
+    crate::tape::loops::split_sin_cos_in_checkpoints(&mut body);
     let mut macros = MacroTable::build(&body, errors);
     let signature = signature?;
     let activity = activity::analyze(signature, &body, &macros);

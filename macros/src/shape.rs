@@ -38,6 +38,9 @@ impl Shape {
         use Shape::*;
         match (self, other) {
             (Never, x) | (x, Never) => x.clone(),
+            // One variable has one type: a real assigned the result of a
+            // call between differentiated functions stays a real.
+            (Real, Opaque) | (Opaque, Real) => Real,
             (Opaque, _) | (_, Opaque) => Opaque,
             (Any, x) | (x, Any) => x.clone(),
             (Inactive, Inactive) => Inactive,
@@ -147,6 +150,8 @@ mod tests {
             Tuple(vec![Real, Real])
         );
         assert_eq!(Real.join(&Shape::elems(Real)), Opaque);
+        assert_eq!(Real.join(&Opaque), Real);
+        assert_eq!(Opaque.join(&Inactive), Opaque);
     }
 
     #[test]

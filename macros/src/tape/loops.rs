@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
 use syn::{BinOp, Expr, ExprForLoop, Ident, Pat, Stmt};
 
 use crate::shape::Shape;
@@ -1283,4 +1284,51 @@ pub(crate) fn reads_only(method: &str) -> bool {
             || SAME_SHAPE.contains(&method)
             || ELEMENT.contains(&method)
             || crate::methods::is_math_method(method))
+}
+
+/// In the bodies of `#[checkpoint]` loops, `e.sin_cos().0` becomes `e.sin()`
+/// and `e.sin_cos().1` becomes `e.cos()`: the same values bit for bit (std
+/// computes the pair as the two calls), written as the arithmetic such a
+/// loop may hold. Runs before the analyses (they know nodes by address).
+pub(crate) fn split_sin_cos_in_checkpoints(body: &mut syn::Block) {
+    struct Checkpoints;
+    impl VisitMut for Checkpoints {
+        fn visit_expr_for_loop_mut(&mut self, looping: &mut ExprForLoop) {
+            if looping
+                .attrs
+                .iter()
+                .any(|a| a.path().is_ident(crate::syntax::CHECKPOINT))
+            {
+                SplitSinCos.visit_block_mut(&mut looping.body);
+            }
+            syn::visit_mut::visit_expr_for_loop_mut(self, looping);
+        }
+    }
+    Checkpoints.visit_block_mut(body);
+}
+
+struct SplitSinCos;
+
+impl VisitMut for SplitSinCos {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        syn::visit_mut::visit_expr_mut(self, expr);
+        let Expr::Field(field) = expr else { return };
+        let syn::Member::Unnamed(index) = &field.member else {
+            return;
+        };
+        let method = match index.index {
+            0 => "sin",
+            1 => "cos",
+            _ => return,
+        };
+        let Expr::MethodCall(call) = &*field.base else {
+            return;
+        };
+        if call.method != "sin_cos" || !call.args.is_empty() || call.turbofish.is_some() {
+            return;
+        }
+        let mut single = call.clone();
+        single.method = Ident::new(method, call.method.span());
+        *expr = Expr::MethodCall(single);
+    }
 }
