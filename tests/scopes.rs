@@ -74,3 +74,51 @@ mod cfg_test_module {
         assert_eq!(cube::grad(2.0).x, 12.0);
     }
 }
+
+// `use` items inside a differentiated body (they made the macro panic):
+// absolute, `crate::`, relative to the module, `self::` and `super::` paths,
+// renames and groups, on both engines.
+mod with_uses {
+    use deltad::differentiate;
+
+    pub mod shapes {
+        use deltad::differentiate;
+
+        pub const TWO: f64 = 2.0;
+
+        #[differentiate]
+        pub fn sq(x: f64) -> f64 {
+            x * x
+        }
+    }
+
+    macro_rules! uses {
+        ($name:ident, $engine:meta) => {
+            #[$engine]
+            pub fn $name(x: f64) -> f64 {
+                use self::shapes::{sq, TWO};
+                use super::SCALE as K;
+                use crate::with_uses::shapes::sq as square;
+                use shapes::TWO as T;
+                use std::f64::consts::PI;
+                sq(x) * TWO + square(x * T) + K * PI * x
+            }
+        };
+    }
+    uses!(compiled, differentiate);
+    uses!(taped, differentiate(tape));
+}
+
+#[test]
+fn use_items_in_the_body() {
+    // f = 2x² + 4x² + 3πx, f' = 12x + 3π.
+    for x in [-0.5, 1.25] {
+        let want = 12.0 * x + SCALE * std::f64::consts::PI;
+        assert!((with_uses::compiled::grad(x).x - want).abs() < 1e-12);
+        assert!((with_uses::taped::grad(x).x - want).abs() < 1e-12);
+        assert_eq!(
+            with_uses::compiled::value_and_grad(x).0,
+            with_uses::compiled(x)
+        );
+    }
+}

@@ -339,6 +339,7 @@ mod robustness {
         "fn h(v: Vec<f64>, w: &Vec<f64>) -> f64 { let mut s = 0.0; for (a, b) in v.iter().zip(w.iter()) { s += a * b; } while let Some(q) = v.last() { s -= q; break; } s }",
         "impl Vec3 { fn dot(&self, o: &Vec3) -> f64 { self.x * o.x + self.y * o.y } fn new(x: f64) -> Self { Self { x, y: 0.0 } } fn n(#[no_grad] &self, k: f64) -> f64 { self.dot(self) * k } }",
         "fn m(s: &[Vec<f64>], t: (f64, Vec3), out: &mut [f64]) -> (f64, Vec3) { let f = |x: f64| x * t.0; let v: f64 = s.iter().map(|r| r.iter().sum::<f64>()).sum(); out[0] = f(v); match t.1 { Vec3 { x, .. } => (x, Vec3 { x: v, y: 1.0 }) } }",
+        "fn u(x: f64) -> f64 { use std::f64::consts::PI; use crate::m::sq as s; use super::{a, b::*}; use self::m::{c as d, self}; x * PI + s(x) }",
         "fn c(x: &[f64]) -> Shape { let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max); match Shape::Circle(m) { Shape::Circle(r) => Shape::Rect { w: r, h: x[0] }, other => other } }",
     ];
 

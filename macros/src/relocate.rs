@@ -88,18 +88,28 @@ impl VisitMut for Relocate {
         if item.leading_colon.is_some() {
             return;
         }
-        let tree = std::mem::replace(&mut item.tree, parse_quote!(_));
-        item.tree = match tree {
-            syn::UseTree::Path(path) if path.ident == "super" => {
-                parse_quote!(super::super::#path)
-            }
-            syn::UseTree::Path(path) if path.ident == "self" => {
-                let rest = path.tree;
-                parse_quote!(super::super::#rest)
-            }
-            other => other,
-        };
+        relocate_use(&mut item.tree);
     }
 
     fn visit_visibility_mut(&mut self, _vis: &mut syn::Visibility) {}
+}
+
+/// Moves a `use` tree's relative paths (`super::..`, `self::..`, in groups
+/// too) two modules down.
+fn relocate_use(tree: &mut syn::UseTree) {
+    let placeholder = syn::UseTree::Glob(syn::UseGlob {
+        star_token: Default::default(),
+    });
+    match tree {
+        syn::UseTree::Path(path) if path.ident == "super" => {
+            let path = path.clone();
+            *tree = parse_quote!(super::super::#path);
+        }
+        syn::UseTree::Path(path) if path.ident == "self" => {
+            let rest = std::mem::replace(&mut *path.tree, placeholder);
+            *tree = parse_quote!(super::super::#rest);
+        }
+        syn::UseTree::Group(group) => group.items.iter_mut().for_each(relocate_use),
+        _ => {}
+    }
 }
