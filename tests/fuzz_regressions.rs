@@ -679,3 +679,45 @@ fn sums_and_states_later_assigned_a_call() {
         check_gradient(|p| sum_assigned_a_call(p[0]), &[x], &[t], "tape");
     }
 }
+
+/// Found as program p270 of `--seed 14` (seed 17221088654484614402) on the
+/// compiled path: a call whose argument is plain (`match x > s[1] + 0.5 {
+/// true => 1.69, false => -1.4 }`: a constant, chosen by differentiated
+/// values) was emitted as written, so the comparison ran again on the
+/// pass's scalars next to an unlifted `0.5` (a compile error). Plain calls
+/// now take their arguments as lowered (the `match` ran once, before).
+#[differentiate(compiled)]
+fn plain_call_of_a_chosen_constant(x: f64, s: &[f64]) -> f64 {
+    let k = doubled(match x > s[1] + 0.5 {
+        true => 1.69,
+        false => -1.4,
+    });
+    if x.exp2() > s[0] {
+        return doubled(match x.exp2() > (s[1] / (s[0].abs() + 0.5)) {
+            true => 1.5,
+            false => -0.5,
+        }) * x;
+    }
+    k * x * s[0]
+}
+
+#[test]
+fn plain_calls_take_their_arguments_as_lowered() {
+    // x < 1.585 (2^x < 3): the `k` path, with k = 2·1.69 for x > 0.2 and
+    // 2·(-1.4) below; x = 1.7 returns early.
+    let s = [3.0, -0.3];
+    for x in [-2.0, 0.1, 0.9, 1.7] {
+        let (value, g) = plain_call_of_a_chosen_constant::value_and_grad(x, &s);
+        assert_eq!(value, plain_call_of_a_chosen_constant(x, &s));
+        let mut point = vec![x];
+        point.extend(s);
+        let mut got = vec![g.x];
+        got.extend(&g.s);
+        check_gradient(
+            |p| plain_call_of_a_chosen_constant(p[0], &p[1..]),
+            &point,
+            &got,
+            "plain call",
+        );
+    }
+}

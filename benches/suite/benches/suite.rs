@@ -175,7 +175,7 @@ fn bench_branches(c: &mut Criterion) {
 fn bench_call(c: &mut Criterion) {
     call::check();
     let mut g = group(c, "call");
-    let id = |f: &str| BenchmarkId::new(f, "x*y");
+    let id = |f: &str| BenchmarkId::new(f, "xy");
     let (x, y) = (0.7, -1.3);
     g.bench_function(id("primal"), |b| {
         b.iter(|| call::product(black_box(x), black_box(y)))

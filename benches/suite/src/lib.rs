@@ -99,7 +99,7 @@ pub fn rows() -> Vec<Row> {
     ));
     rows.push(row(
         "call",
-        "x*y".to_string(),
+        "xy".to_string(),
         "one product x·y (per-call overhead)".to_string(),
     ));
     rows

@@ -164,14 +164,20 @@ impl Generator<'_> {
         !self.signature.params.iter().any(|p| p.kind.is_active())
     }
 
-    /// Runs `body` with a stack of `scalar`s named by the returned ident.
+    /// Runs `body` with a stack of `scalar`s named by the returned ident (a
+    /// new empty one if the forward pass keeps nothing, else the pool's).
     fn with_stack(&self, scalar: Scalar, body: TokenStream) -> (Ident, TokenStream) {
         let s = self.scalar_type(scalar);
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let with = if self.records_nothing {
+            quote!(with_empty_stack)
+        } else {
+            quote!(with_stack)
+        };
         (
             stack.clone(),
             quote! {
-                ::deltad::__private::with_stack::<#s, _>(|#stack| { #body })
+                ::deltad::__private::#with::<#s, _>(|#stack| { #body })
             },
         )
     }

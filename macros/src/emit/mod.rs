@@ -315,6 +315,9 @@ struct Generator<'a> {
     prim: Ident,
     /// The compiled passes, when the function took the compiled path.
     compiled: Option<&'a compiled::Compiled>,
+    /// The compiled forward pass keeps nothing: its reverse-mode wrappers
+    /// use a new empty stack, not the per-thread pool.
+    records_nothing: bool,
 }
 
 /// How the inputs of an evaluation are made.
@@ -360,12 +363,15 @@ impl<'a> Generator<'a> {
         compiled: Option<&'a compiled::Compiled>,
     ) -> Self {
         let names = Names::new(signature.precision);
+        let records_nothing = compiled
+            .is_some_and(|compiled| compiled::Passes::new(compiled, signature).records_nothing());
         Generator {
             target,
             signature,
             prim: signature.precision.ident(Span::call_site()),
             names,
             compiled,
+            records_nothing,
         }
     }
 

@@ -403,6 +403,14 @@ pub fn checkpoint_segment(total: usize) -> usize {
     segment.max(1)
 }
 
+/// Runs `f` with a new empty stack that never allocates unless something is
+/// pushed: for passes whose forward pass keeps nothing, which then skip the
+/// per-thread pool (its cost is most of a small function's gradient).
+#[inline(always)]
+pub fn with_empty_stack<S: Scalar, R>(f: impl FnOnce(&mut Stack<S>) -> R) -> R {
+    f(&mut Stack::default())
+}
+
 /// Runs `f` with an empty stack of `S` (reused per thread for the machine
 /// floats and their dual numbers).
 #[inline]

@@ -503,11 +503,11 @@ impl Passes<'_> {
             }
             ExprKind::Call(call) => {
                 if !self.is_active(init) {
-                    let written = &call.written;
+                    let plain = self.plain_call(call);
                     if self.active(var) {
-                        self.lift(quote!(#written))
+                        self.lift(plain)
                     } else {
-                        quote!(#written)
+                        plain
                     }
                 } else {
                     // A checkpointed call keeps nothing: the adjoint runs
@@ -578,6 +578,27 @@ impl Passes<'_> {
 
     /// The arguments of a call of a callee's compiled pass, each converted
     /// by the callee's parameter marker.
+    /// A call computing a plain value (no argument differentiated), on the
+    /// machine values: the callee as written, its scalar arguments as the
+    /// lowering computed them (control flow in them was hoisted and ran
+    /// already, on the pass's scalars), the others as written.
+    pub(crate) fn plain_call(&self, call: &crate::ir::Call) -> TokenStream {
+        let syn::Expr::Call(written) = &*call.written else {
+            let written = &call.written;
+            return quote!(#written);
+        };
+        let func = &written.func;
+        let args = call
+            .args
+            .iter()
+            .zip(&written.args)
+            .map(|(arg, as_written)| match arg {
+                CallArg::Value(value) => self.value(value, Side::Forward),
+                CallArg::Plain(_) | CallArg::Buffer(_) => quote!(#as_written),
+            });
+        quote!(#func(#(#args),*))
+    }
+
     pub(crate) fn call_args(&self, call: &crate::ir::Call, side: Side) -> Vec<TokenStream> {
         let s = &self.scalar;
         call.args

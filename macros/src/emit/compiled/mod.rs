@@ -121,6 +121,20 @@ impl<'a> Passes<'a> {
         }
     }
 
+    /// True if the forward pass keeps nothing for the adjoint: its code
+    /// never names its record (pushes, reserved room, snapshots and callees'
+    /// forward passes all go through it).
+    pub(crate) fn records_nothing(&self) -> bool {
+        fn names(tokens: TokenStream, wanted: &Ident) -> bool {
+            tokens.into_iter().any(|token| match token {
+                proc_macro2::TokenTree::Ident(ident) => ident == *wanted,
+                proc_macro2::TokenTree::Group(group) => names(group.stream(), wanted),
+                _ => false,
+            })
+        }
+        !names(self.forward_body(), &names::record())
+    }
+
     pub(crate) fn active(&self, var: VarId) -> bool {
         self.analysis.active[var]
     }

@@ -50,10 +50,7 @@ impl Passes<'_> {
                 let args = self.call_args(call, Side::Forward);
                 quote!(#fwd(#rec, #(#args),*))
             }
-            ExprKind::Call(call) => {
-                let written = &call.written;
-                lift(quote!(#written))
-            }
+            ExprKind::Call(call) => lift(self.plain_call(call)),
             _ => unreachable!("the lowering makes only these buffer values"),
         }
     }
