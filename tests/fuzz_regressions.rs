@@ -721,3 +721,62 @@ fn plain_calls_take_their_arguments_as_lowered() {
         );
     }
 }
+
+/// Found as programs p115 and p169 of `--seed 99` (seeds 12264636879021262602
+/// and 10627250768657965471), the rest of known rejection 2: on the tape, a
+/// checkpointed loop reading a real it does not change whose type the
+/// analysis cannot see (`let v5 = pt.a;`, a field of a struct parameter, or
+/// `let v8 = h0(..);`, a call's result) was rejected as not straight-line.
+/// Such an operand of real arithmetic is a real, read once before the loop;
+/// one that reads what the loop changes (`pt.a * (i as f64)`) is not.
+#[derive(Differentiable, Clone, Debug)]
+pub struct Pt {
+    pub a: f64,
+    pub b: f64,
+}
+
+macro_rules! opaque_invariants {
+    ($name:ident, $engine:meta) => {
+        #[$engine]
+        fn $name(x0: f64, pt: &Pt, s: &[f64]) -> f64 {
+            let v5 = pt.a;
+            let v8 = doubled(x0 * pt.b.sin());
+            let mut w9 = x0 * 0.5;
+            let mut w10 = x0.cos();
+            #[checkpoint]
+            for _ in 0..7 {
+                w9 += 0.5 * (((-v5) + w9) / (1.0 + ((-v5) + w9) * ((-v5) + w9)));
+                w10 += 0.25 * ((v8 * w10).tanh() + pt.b * w9);
+            }
+            let mut acc = 0.0;
+            for i in 0..s.len() {
+                acc = acc * 0.5 + pt.a * (i as f64) + v8 * acc.sin();
+            }
+            w9 * w10 + acc
+        }
+    };
+}
+opaque_invariants!(opaque_invariants_default, differentiate);
+opaque_invariants!(opaque_invariants_tape, differentiate(tape));
+
+#[test]
+fn invariants_of_unseen_types_in_checkpointed_loops() {
+    let s = [0.1, 0.2, 0.3];
+    for (x, a, b) in [(0.4, 0.3, -0.7), (-1.1, 1.2, 0.5)] {
+        let pt = Pt { a, b };
+        let f = |p: &[f64]| opaque_invariants_default(p[0], &Pt { a: p[1], b: p[2] }, &s);
+        let g = opaque_invariants_default::grad(x, &pt, &s);
+        check_gradient(f, &[x, a, b], &[g.x0, g.pt.a, g.pt.b], "opaque invariants");
+        let g = opaque_invariants_tape::grad(x, &pt, &s);
+        check_gradient(
+            f,
+            &[x, a, b],
+            &[g.x0, g.pt.a, g.pt.b],
+            "opaque invariants, tape",
+        );
+        assert_eq!(
+            opaque_invariants_tape::value_and_grad(x, &pt, &s).0,
+            opaque_invariants_default(x, &pt, &s)
+        );
+    }
+}

@@ -153,7 +153,15 @@ impl Rewriter<'_> {
         let mut pattern_reals = Vec::new();
         self.pattern_reals(&looping.pat, &mut pattern_reals)?;
 
-        let mutated = mutated_roots(&looping.body);
+        // Names whose value can differ between iterations: what the body
+        // changes, the loop pattern's bindings and the body's own `let`s.
+        let mut mutated = mutated_roots(&looping.body);
+        collect_idents(&looping.pat.to_token_stream(), &mut mutated);
+        for stmt in &looping.body.stmts {
+            if let Stmt::Local(local) = stmt {
+                collect_idents(&local.pat.to_token_stream(), &mut mutated);
+            }
+        }
         let pattern_names: HashSet<String> = pattern_reals.iter().map(|i| i.to_string()).collect();
         // The state: real variables the body updates but does not declare
         // (as reals: a name declared as plain data cannot be a real state).
@@ -321,6 +329,16 @@ impl Rewriter<'_> {
             // A constant: it must not read the loop's reals (they are plain
             // scalars inside the loop).
             return mentioned.is_disjoint(reals).then_some(());
+        }
+        if shape == Shape::Opaque {
+            // A differentiated value of a type the analysis does not see (a
+            // field of a struct, a call's result): an operand of real
+            // arithmetic is a real. An invariant if the loop changes nothing
+            // it reads (read once before the loop, like the others).
+            return (crate::tape::fusion::is_pure(expr)
+                && mentioned.is_disjoint(reals)
+                && mentioned.is_disjoint(mutated))
+            .then_some(());
         }
         match expr {
             Expr::Paren(paren) => self.check_tree(&paren.expr, reals, mutated),
@@ -810,6 +828,18 @@ impl Rewriter<'_> {
         match expr {
             Expr::Paren(paren) => self.prepare_leaves(&mut paren.expr, run, leaves),
             Expr::Group(group) => self.prepare_leaves(&mut group.expr, run, leaves),
+            // An invariant of a type the analysis does not see
+            // (`check_tree`): one leaf, found by its tokens.
+            _ if shape == Shape::Opaque => {
+                self.expr(expr, None);
+                let key = expr.to_token_stream().to_string();
+                if run.pure_leaf(&key).is_some() || run.lookup(&key).is_some() {
+                    return;
+                }
+                let tokens = expr.to_token_stream();
+                let sym = self.invariant_leaf(tokens, key.clone(), run, leaves);
+                run.remember_pure_leaf(key, sym);
+            }
             Expr::Path(path) if shape == Shape::Real => {
                 let Some(ident) = path.path.get_ident().cloned() else {
                     return;
