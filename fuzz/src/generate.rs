@@ -699,7 +699,9 @@ impl Gen {
             Kind::Slice(n) | Kind::Buf(n) => (n, self.vars[i].bound),
             _ => (5, CAP),
         };
-        self.vars[i].frozen = true;
+        // Nested loops may iterate the same buffer: the outer one keeps it
+        // frozen.
+        let was_frozen = std::mem::replace(&mut self.vars[i].frozen, true);
         self.enter_loop(len, LoopKind::Plain);
         let elem = self.name("e");
         let index = if self.rng.chance(0.5) {
@@ -715,7 +717,7 @@ impl Gen {
             .retain(|v| v.name != elem && Some(&v.name) != index.as_ref());
         self.loop_levels.pop();
         if let Some(v) = self.vars.iter_mut().rev().find(|v| v.name == slice) {
-            v.frozen = false;
+            v.frozen = was_frozen;
         }
         vec![Stmt::ForSlice {
             elem,
