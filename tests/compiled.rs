@@ -1271,14 +1271,23 @@ struct Span2 {
     to: usize,
 }
 
+/// Not `Copy` (nor `Clone`): destructuring copies the parts it binds.
+struct Labelled {
+    label: String,
+    at: usize,
+}
+
 #[differentiate(compiled)]
 fn picked(
     x: &[f64],
     weights: &[f64],
     #[no_grad] triples: &[[usize; 3]],
     #[no_grad] span: Span2,
+    #[no_grad] labelled: &Labelled,
 ) -> f64 {
-    let mut s = 0.0;
+    let Labelled { at, .. } = *labelled;
+    let [first, second]: [usize; 2] = [at, at + 1];
+    let mut s = x[first] * x[second] * labelled.label.len() as f64;
     for t in 0..triples.len() {
         let [a, b, mut c] = triples[t];
         if c >= x.len() {
@@ -1300,14 +1309,18 @@ fn destructured_plain_values_and_is_empty() {
     let x = [0.3, -1.1, 0.8, 1.7, -0.4];
     let triples = [[0, 1, 2], [3, 3, 4], [4, 0, 9]];
     let span = Span2 { from: 1, to: 4 };
-    let f = |p: &[f64]| picked(&p[..5], &p[5..], &triples, span);
+    let labelled = || Labelled {
+        label: "ab".to_string(),
+        at: 2,
+    };
+    let f = |p: &[f64]| picked(&p[..5], &p[5..], &triples, span, &labelled());
     let weighted: Vec<f64> = x.iter().copied().chain([0.5, 2.0, -1.5]).collect();
-    let g = picked::grad(&x, &[0.5, 2.0, -1.5], &triples, span);
+    let g = picked::grad(&x, &[0.5, 2.0, -1.5], &triples, span, &labelled());
     let got: Vec<f64> = g.x.iter().chain(&g.weights).copied().collect();
     check_gradient(f, &weighted, &got, "picked");
-    let g = picked::grad(&x, &[], &triples, span);
+    let g = picked::grad(&x, &[], &triples, span, &labelled());
     check_gradient(
-        |p| picked(p, &[], &triples, span),
+        |p| picked(p, &[], &triples, span, &labelled()),
         &x,
         &g.x,
         "picked, no weights",

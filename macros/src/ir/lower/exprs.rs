@@ -58,6 +58,8 @@ impl Lowerer {
                         Some(ExprKind::Var(var)) if self.by_ref.contains(&var) => {
                             new(ExprKind::Var(var))
                         }
+                        // `*data` of a plain reference: plain code.
+                        Some(ExprKind::Var(var)) if self.plain.contains(&var) => self.opaque(expr),
                         _ => Err(Unsupported::new(
                             span,
                             "dereferencing is not on the compiled path yet, except of an element a loop or a closure takes (`for x in v.iter()`, `.map(|x| *x)`)",

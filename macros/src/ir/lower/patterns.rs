@@ -31,18 +31,35 @@ impl Lowerer {
         if bindings.by_reference {
             return Err(unsupported());
         }
+        // The temporary holds a reference to the value, and each name
+        // takes its part out of `*temp`, a place: as in `let PATTERN =
+        // value;`, only the parts the pattern binds are copied, never the
+        // whole value moved or cloned.
         let value = self.expr(init, out)?;
-        let plain = match &value.kind {
-            ExprKind::Opaque { .. } => true,
-            ExprKind::Var(var) => self.plain.contains(var),
-            _ => false,
+        let span = value.span;
+        let value = match value.kind {
+            ExprKind::Opaque { expr, reads } => Expr::new(
+                ExprKind::Opaque {
+                    expr: Box::new(syn::parse_quote_spanned!(span=> &(#expr))),
+                    reads,
+                },
+                span,
+            ),
+            ExprKind::Var(var) if self.plain.contains(&var) => {
+                let name = &self.vars[var].name;
+                Expr::new(
+                    ExprKind::Opaque {
+                        expr: Box::new(syn::parse_quote_spanned!(span=> &#name)),
+                        reads: vec![var],
+                    },
+                    span,
+                )
+            }
+            _ => return Err(unsupported()),
         };
-        if !plain {
-            return Err(unsupported());
-        }
         let temp = self.temp(init.span());
-        self.vars[temp].annotation = annotation;
         self.plain.insert(temp);
+        let annotation = annotation.map(|ty| quote::quote!(: #ty));
         out.push(self.stmt(
             init.span(),
             StmtKind::Let {
@@ -52,13 +69,12 @@ impl Lowerer {
         ));
         let temp_name = self.vars[temp].name.clone();
         for (name, mutable) in bindings.names {
-            // `{ let PATTERN = temp.clone(); name }`: the pattern as
-            // written, so that rustc checks it against the value's type (a
-            // copy for the `Copy` values patterns mostly take apart).
+            // `{ let PATTERN = *temp; name }`: the pattern as written, so
+            // that rustc checks it against the value's type.
             let read: SynExpr = syn::parse_quote_spanned! {name.span()=>
                 {
                     #[allow(unused_variables, unused_mut)]
-                    let #pattern = ::core::clone::Clone::clone(&#temp_name);
+                    let #pattern #annotation = *#temp_name;
                     #name
                 }
             };
