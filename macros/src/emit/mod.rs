@@ -315,8 +315,10 @@ struct Generator<'a> {
     prim: Ident,
     /// The compiled passes, when the function took the compiled path.
     compiled: Option<&'a compiled::Compiled>,
-    /// The compiled forward pass keeps nothing: its reverse-mode wrappers
-    /// use a new empty stack, not the per-thread pool.
+    /// The compiled passes' items (emitted once), and whether the forward
+    /// pass keeps nothing: then its reverse-mode wrappers use a new empty
+    /// stack, not the per-thread pool.
+    passes: Option<TokenStream>,
     records_nothing: bool,
 }
 
@@ -363,14 +365,20 @@ impl<'a> Generator<'a> {
         compiled: Option<&'a compiled::Compiled>,
     ) -> Self {
         let names = Names::new(signature.precision);
-        let records_nothing = compiled
-            .is_some_and(|compiled| compiled::Passes::new(compiled, signature).records_nothing());
+        let (passes, records_nothing) = match compiled {
+            Some(compiled) => {
+                let (items, records_nothing) = compiled::Passes::new(compiled, signature).items();
+                (Some(items), records_nothing)
+            }
+            None => (None, false),
+        };
         Generator {
             target,
             signature,
             prim: signature.precision.ident(Span::call_site()),
             names,
             compiled,
+            passes,
             records_nothing,
         }
     }
@@ -392,7 +400,7 @@ impl<'a> Generator<'a> {
         };
         let forwarders = self.forwarders();
         let passes = match self.compiled {
-            Some(compiled) if !stub => compiled::Passes::new(compiled, self.signature).items(),
+            Some(_) if !stub => self.passes.clone().unwrap_or_default(),
             _ if self.signature.takes_functions() => TokenStream::new(),
             _ => self.bridge(stub),
         };

@@ -121,10 +121,10 @@ impl<'a> Passes<'a> {
         }
     }
 
-    /// True if the forward pass keeps nothing for the adjoint: its code
-    /// never names its record (pushes, reserved room, snapshots and callees'
-    /// forward passes all go through it).
-    pub(crate) fn records_nothing(&self) -> bool {
+    /// True if the forward pass `forward` keeps nothing for the adjoint:
+    /// its code never names its record (pushes, reserved room, snapshots
+    /// and callees' forward passes all go through it).
+    fn records_nothing(forward: &TokenStream) -> bool {
         fn names(tokens: TokenStream, wanted: &Ident) -> bool {
             tokens.into_iter().any(|token| match token {
                 proc_macro2::TokenTree::Ident(ident) => ident == *wanted,
@@ -132,7 +132,7 @@ impl<'a> Passes<'a> {
                 _ => false,
             })
         }
-        !names(self.forward_body(), &names::record())
+        !names(forward.clone(), &names::record())
     }
 
     pub(crate) fn active(&self, var: VarId) -> bool {
@@ -247,7 +247,8 @@ impl<'a> Passes<'a> {
     }
 
     /// `__deltad_fwd` and `__deltad_adj`.
-    pub(crate) fn items(&self) -> TokenStream {
+    /// The passes' items, and whether the forward pass keeps nothing.
+    pub(crate) fn items(&self) -> (TokenStream, bool) {
         let s = &self.scalar;
         let prim = &self.prim;
         let params = self.params();
@@ -261,6 +262,7 @@ impl<'a> Passes<'a> {
         let stack = names::stack();
         let out = names::out();
         let forward = self.forward_body();
+        let records_nothing = Self::records_nothing(&forward);
         let adjoint = self.adjoint_body();
         let (output, output_adjoint) = (self.output_type(), self.output_adjoint_type());
         let sink_types: Vec<Ident> = (0..self.signature.params.len())
@@ -301,7 +303,7 @@ impl<'a> Passes<'a> {
         } else {
             quote!(#[inline])
         };
-        quote! {
+        let items = quote! {
             #[doc(hidden)]
             #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
@@ -323,7 +325,8 @@ impl<'a> Passes<'a> {
             ) #where_clause {
                 #adjoint
             }
-        }
+        };
+        (items, records_nothing)
     }
 
     /// The marker types of the parameters (`__P0`, ...), by which callers
