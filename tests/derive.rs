@@ -65,3 +65,40 @@ fn inputs_and_adjoints_round_trip() {
     let _ = Shape::Circle(1.0).input(&tape);
     let _ = Shape::Empty.input(&tape);
 }
+
+// Types named like the generated code's type parameters (issue: the derive
+// named its own parameters `S` and `T`, so these did not compile).
+mod single_letter_names {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct T {
+        pub e: f64,
+    }
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct S {
+        pub e: f64,
+        pub w: Vec<f64>,
+    }
+
+    #[differentiate]
+    pub fn f(t: &T, s: &S) -> f64 {
+        t.e * s.e + s.w.iter().map(|w| w * t.e).sum::<f64>()
+    }
+
+    #[test]
+    fn structs_named_s_and_t() {
+        let g = f::grad(
+            &T { e: 2.0 },
+            &S {
+                e: 3.0,
+                w: vec![0.5, 1.5],
+            },
+        );
+        // ∂/∂t.e = s.e + Σw = 5, ∂/∂s.e = t.e = 2, ∂/∂w_i = t.e = 2.
+        assert_eq!(g.t.e, 5.0);
+        assert_eq!(g.s.e, 2.0);
+        assert_eq!(g.s.w, vec![2.0, 2.0]);
+    }
+}

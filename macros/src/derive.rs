@@ -396,7 +396,7 @@ impl Generator<'_> {
             user.clone(),
             &name_path,
             &twin_path,
-            quote!(build::<T>),
+            quote!(build::<__DeltadT>),
             quote!(, leaf),
             false,
         );
@@ -412,7 +412,7 @@ impl Generator<'_> {
             dual.clone(),
             &twin_path,
             &twin_path,
-            quote!(primal::<S>),
+            quote!(primal::<__DeltadS>),
             quote!(),
             false,
         );
@@ -420,7 +420,7 @@ impl Generator<'_> {
             user.clone(),
             &name_path,
             &twin_path,
-            quote!(constant::<S>),
+            quote!(constant::<__DeltadS>),
             quote!(),
             false,
         );
@@ -428,7 +428,7 @@ impl Generator<'_> {
             dual.clone(),
             &twin_path,
             &twin_path,
-            quote!(value::<S>),
+            quote!(value::<__DeltadS>),
             quote!(),
             false,
         );
@@ -436,7 +436,7 @@ impl Generator<'_> {
             dual.clone(),
             &twin_path,
             &twin_path,
-            quote!(adjoint::<S>),
+            quote!(adjoint::<__DeltadS>),
             quote!(, adjoints),
             false,
         );
@@ -444,7 +444,7 @@ impl Generator<'_> {
             dual,
             &twin_path,
             &twin_path,
-            quote!(filled::<S>),
+            quote!(filled::<__DeltadS>),
             quote!(, fill),
             false,
         );
@@ -452,7 +452,7 @@ impl Generator<'_> {
             user.clone(),
             &name_path,
             &twin_path,
-            quote!(gather::<S>),
+            quote!(gather::<__DeltadS>),
             quote!(, reader),
             false,
         );
@@ -474,15 +474,15 @@ impl Generator<'_> {
         );
         let flatten = self.each(shape, quote!(twin), &twin_path, |f| {
             let (b, ty) = (&f.binding, f.ty);
-            quote!(<#ty as #diff>::flatten_twin::<T>(#b, out);)
+            quote!(<#ty as #diff>::flatten_twin::<__DeltadT>(#b, out);)
         });
         let leaves = self.each(shape, quote!(dual), &twin_path, |f| {
             let (b, ty) = (&f.binding, f.ty);
-            quote!(<#ty as #diff>::leaves::<S>(#b, out);)
+            quote!(<#ty as #diff>::leaves::<__DeltadS>(#b, out);)
         });
         let set_leaf = self.each(shape, quote!(twin), &twin_path, |f| {
             let (b, ty) = (&f.binding, f.ty);
-            quote!(if <#ty as #diff>::set_leaf::<S>(#b, index, value) { return true; })
+            quote!(if <#ty as #diff>::set_leaf::<__DeltadS>(#b, index, value) { return true; })
         });
         let seed = self.seed_body(shape, &diff);
 
@@ -518,44 +518,44 @@ impl Generator<'_> {
             impl #diff for #name {
                 type Twin<__DeltadT> = #twin<__DeltadT>;
 
-                fn input<'t, S: #private::Scalar<Prim = #p>>(&self, tape: &'t #private::Tape<S>) -> #twin<#private::Real<'t, S>> {
+                fn input<'t, __DeltadS: #private::Scalar<Prim = #p>>(&self, tape: &'t #private::Tape<__DeltadS>) -> #twin<#private::Real<'t, __DeltadS>> {
                     #input
                 }
-                fn build<T>(&self, leaf: &mut impl ::core::ops::FnMut(#p) -> T) -> #twin<T> {
+                fn build<__DeltadT>(&self, leaf: &mut impl ::core::ops::FnMut(#p) -> __DeltadT) -> #twin<__DeltadT> {
                     #build
                 }
                 fn map_twin<__DeltadIn, __DeltadOut>(twin: &#twin<__DeltadIn>, leaf: &mut impl ::core::ops::FnMut(&__DeltadIn) -> __DeltadOut) -> #twin<__DeltadOut> {
                     #map_twin
                 }
-                fn primal<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>) -> #twin<#p> {
+                fn primal<__DeltadS: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, __DeltadS>>) -> #twin<#p> {
                     #primal
                 }
-                fn flatten_twin<T: ::core::marker::Copy>(twin: &#twin<T>, out: &mut ::std::vec::Vec<T>) {
+                fn flatten_twin<__DeltadT: ::core::marker::Copy>(twin: &#twin<__DeltadT>, out: &mut ::std::vec::Vec<__DeltadT>) {
                     #flatten
                 }
-                fn constant<'t, S: #private::Scalar<Prim = #p> + 't>(&self) -> #twin<#private::Real<'t, S>> {
+                fn constant<'t, __DeltadS: #private::Scalar<Prim = #p> + 't>(&self) -> #twin<#private::Real<'t, __DeltadS>> {
                     #constant
                 }
-                fn value<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>) -> #twin<S> {
+                fn value<__DeltadS: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, __DeltadS>>) -> #twin<__DeltadS> {
                     #value
                 }
-                fn adjoint<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>, adjoints: &[S]) -> #twin<S> {
+                fn adjoint<__DeltadS: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, __DeltadS>>, adjoints: &[__DeltadS]) -> #twin<__DeltadS> {
                     #adjoint
                 }
-                fn seed<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>, seed: &#twin<S>, adjoints: &mut [S]) {
+                fn seed<__DeltadS: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, __DeltadS>>, seed: &#twin<__DeltadS>, adjoints: &mut [__DeltadS]) {
                     #seed
                 }
-                fn leaves<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>, out: &mut ::std::vec::Vec<::core::option::Option<#private::DeltaId>>) {
+                fn leaves<__DeltadS: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, __DeltadS>>, out: &mut ::std::vec::Vec<::core::option::Option<#private::DeltaId>>) {
                     #leaves
                 }
-                fn filled<S: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, S>>, fill: S) -> #twin<S> {
+                fn filled<__DeltadS: #private::Scalar<Prim = #p>>(dual: &#twin<#private::Real<'_, __DeltadS>>, fill: __DeltadS) -> #twin<__DeltadS> {
                     #filled
                 }
-                fn set_leaf<S: #private::Scalar<Prim = #p>>(twin: &mut #twin<S>, index: &mut usize, value: S) -> bool {
+                fn set_leaf<__DeltadS: #private::Scalar<Prim = #p>>(twin: &mut #twin<__DeltadS>, index: &mut usize, value: __DeltadS) -> bool {
                     #set_leaf
                     false
                 }
-                fn gather<S: #private::Scalar<Prim = #p>>(&self, reader: &mut #private::GradReader<'_, S>) -> #twin<S> {
+                fn gather<__DeltadS: #private::Scalar<Prim = #p>>(&self, reader: &mut #private::GradReader<'_, __DeltadS>) -> #twin<__DeltadS> {
                     #gather
                 }
                 fn from_twin(twin: #twin<#p>) -> Self {
@@ -567,44 +567,44 @@ impl Generator<'_> {
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p>> #private::IntoDual<'t, S, #p, #name> for #name {
-                fn into_dual(self) -> #twin<#private::Real<'t, S>> {
-                    <#name as #diff>::constant::<S>(&self)
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p>> #private::IntoDual<'t, __DeltadS, #p, #name> for #name {
+                fn into_dual(self) -> #twin<#private::Real<'t, __DeltadS>> {
+                    <#name as #diff>::constant::<__DeltadS>(&self)
                 }
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p>> #private::IntoDual<'t, S, #p, #name> for #twin<#private::Real<'t, S>> {
-                fn into_dual(self) -> #twin<#private::Real<'t, S>> {
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p>> #private::IntoDual<'t, __DeltadS, #p, #name> for #twin<#private::Real<'t, __DeltadS>> {
+                fn into_dual(self) -> #twin<#private::Real<'t, __DeltadS>> {
                     self
                 }
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, S> for #name {
-                type Output = #twin<#private::Real<'t, S>>;
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, __DeltadS> for #name {
+                type Output = #twin<#private::Real<'t, __DeltadS>>;
                 fn lift(self) -> Self::Output {
-                    <#name as #diff>::constant::<S>(&self)
+                    <#name as #diff>::constant::<__DeltadS>(&self)
                 }
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, S> for &#name {
-                type Output = #twin<#private::Real<'t, S>>;
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, __DeltadS> for &#name {
+                type Output = #twin<#private::Real<'t, __DeltadS>>;
                 fn lift(self) -> Self::Output {
-                    <#name as #diff>::constant::<S>(self)
+                    <#name as #diff>::constant::<__DeltadS>(self)
                 }
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p> + 't> #private::Arg<#twin<#private::Real<'t, S>>> for #name {
-                fn arg(self) -> #twin<#private::Real<'t, S>> {
-                    <#name as #diff>::constant::<S>(&self)
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p> + 't> #private::Arg<#twin<#private::Real<'t, __DeltadS>>> for #name {
+                fn arg(self) -> #twin<#private::Real<'t, __DeltadS>> {
+                    <#name as #diff>::constant::<__DeltadS>(&self)
                 }
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, S> for #twin<#private::Real<'t, S>> {
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, __DeltadS> for #twin<#private::Real<'t, __DeltadS>> {
                 type Output = Self;
                 fn lift(self) -> Self {
                     self
@@ -612,11 +612,11 @@ impl Generator<'_> {
             }
 
             #[automatically_derived]
-            impl<'t, S: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, S> for &#twin<#private::Real<'t, S>>
+            impl<'t, __DeltadS: #private::Scalar<Prim = #p> + 't> #private::Lift<'t, __DeltadS> for &#twin<#private::Real<'t, __DeltadS>>
             where
-                #twin<#private::Real<'t, S>>: ::core::clone::Clone,
+                #twin<#private::Real<'t, __DeltadS>>: ::core::clone::Clone,
             {
-                type Output = #twin<#private::Real<'t, S>>;
+                type Output = #twin<#private::Real<'t, __DeltadS>>;
                 fn lift(self) -> Self::Output {
                     ::core::clone::Clone::clone(self)
                 }
@@ -655,7 +655,7 @@ impl Generator<'_> {
                 .filter(|(f, _)| !f.constant)
                 .map(|(f, (d, s))| {
                     let ty = f.ty;
-                    quote!(<#ty as #diff>::seed::<S>(#d, #s, adjoints);)
+                    quote!(<#ty as #diff>::seed::<__DeltadS>(#d, #s, adjoints);)
                 });
             let all: Vec<&Ident> = dual_bindings.iter().chain(&seed_bindings).collect();
             quote!((#path #dual_pattern, #path #seed_pattern) => { #(let _ = &#all;)* #(#actions)* })
