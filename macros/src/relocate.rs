@@ -97,15 +97,15 @@ impl VisitMut for Relocate {
 /// Moves a `use` tree's relative paths (`super::..`, `self::..`, in groups
 /// too) two modules down.
 fn relocate_use(tree: &mut syn::UseTree) {
-    let placeholder = syn::UseTree::Glob(syn::UseGlob {
-        star_token: Default::default(),
-    });
     match tree {
         syn::UseTree::Path(path) if path.ident == "super" => {
             let path = path.clone();
             *tree = parse_quote!(super::super::#path);
         }
         syn::UseTree::Path(path) if path.ident == "self" => {
+            let placeholder = syn::UseTree::Glob(syn::UseGlob {
+                star_token: Default::default(),
+            });
             let rest = std::mem::replace(&mut *path.tree, placeholder);
             *tree = parse_quote!(super::super::#rest);
         }

@@ -5,6 +5,21 @@ use syn::{Expr, Path};
 use crate::methods;
 
 /// True if `expr` is a range (`a..b`, `..`): indexing with it slices.
+/// The first identifier `name` in `tokens` (groups searched too), with
+/// the span it has there.
+pub(crate) fn find_ident(tokens: proc_macro2::TokenStream, name: &str) -> Option<syn::Ident> {
+    tokens.into_iter().find_map(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) if ident == name => Some(ident),
+        proc_macro2::TokenTree::Group(group) => find_ident(group.stream(), name),
+        _ => None,
+    })
+}
+
+/// True if `attrs` hold `#[checkpoint]`.
+pub(crate) fn is_checkpointed(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| a.path().is_ident(CHECKPOINT))
+}
+
 pub(crate) fn is_range(expr: &Expr) -> bool {
     match expr {
         Expr::Range(_) => true,

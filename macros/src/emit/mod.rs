@@ -399,8 +399,8 @@ impl<'a> Generator<'a> {
             )
         };
         let forwarders = self.forwarders();
-        let passes = match self.compiled {
-            Some(_) if !stub => self.passes.clone().unwrap_or_default(),
+        let passes = match &self.passes {
+            Some(passes) if !stub => passes.clone(),
             _ if self.signature.takes_functions() => TokenStream::new(),
             _ => self.bridge(stub),
         };

@@ -118,10 +118,7 @@ impl Rewriter<'_> {
         let Stmt::Expr(Expr::ForLoop(looping), _) = stmt else {
             return None;
         };
-        let checkpointed = looping
-            .attrs
-            .iter()
-            .any(|a| a.path().is_ident(crate::syntax::CHECKPOINT));
+        let checkpointed = crate::syntax::is_checkpointed(&looping.attrs);
         // A checkpointed loop may leave early from its first statement.
         let exit = if checkpointed {
             take_exit(&mut looping.body)
@@ -832,11 +829,11 @@ impl Rewriter<'_> {
             // (`check_tree`): one leaf, found by its tokens.
             _ if shape == Shape::Opaque => {
                 self.expr(expr, None);
-                let key = expr.to_token_stream().to_string();
+                let tokens = expr.to_token_stream();
+                let key = tokens.to_string();
                 if run.pure_leaf(&key).is_some() || run.lookup(&key).is_some() {
                     return;
                 }
-                let tokens = expr.to_token_stream();
                 let sym = self.invariant_leaf(tokens, key.clone(), run, leaves);
                 run.remember_pure_leaf(key, sym);
             }
@@ -1324,11 +1321,7 @@ pub(crate) fn split_sin_cos_in_checkpoints(body: &mut syn::Block) {
     struct Checkpoints;
     impl VisitMut for Checkpoints {
         fn visit_expr_for_loop_mut(&mut self, looping: &mut ExprForLoop) {
-            if looping
-                .attrs
-                .iter()
-                .any(|a| a.path().is_ident(crate::syntax::CHECKPOINT))
-            {
+            if crate::syntax::is_checkpointed(&looping.attrs) {
                 SplitSinCos.visit_block_mut(&mut looping.body);
             }
             syn::visit_mut::visit_expr_for_loop_mut(self, looping);

@@ -194,14 +194,7 @@ fn declarations(block: &Block, name: &str) -> usize {
 /// The identifier `name` as the user wrote it at `site` (its span keeps
 /// its hygiene inside the user's macros).
 fn user_ident(name: &str, site: &Expr) -> Ident {
-    fn find(tokens: proc_macro2::TokenStream, name: &str) -> Option<Ident> {
-        tokens.into_iter().find_map(|token| match token {
-            proc_macro2::TokenTree::Ident(ident) if ident == name => Some(ident),
-            proc_macro2::TokenTree::Group(group) => find(group.stream(), name),
-            _ => None,
-        })
-    }
-    find(quote::ToTokens::to_token_stream(site), name)
+    crate::syntax::find_ident(quote::ToTokens::to_token_stream(site), name)
         .unwrap_or_else(|| Ident::new(name, proc_macro2::Span::call_site()))
 }
 

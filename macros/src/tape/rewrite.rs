@@ -154,10 +154,7 @@ impl<'a> Rewriter<'a> {
     }
 
     fn local(&mut self, local: &mut Local) {
-        let checkpointed = local
-            .attrs
-            .iter()
-            .any(|a| a.path().is_ident(crate::syntax::CHECKPOINT));
+        let checkpointed = crate::syntax::is_checkpointed(&local.attrs);
         local
             .attrs
             .retain(|a| !a.path().is_ident(crate::syntax::CHECKPOINT));

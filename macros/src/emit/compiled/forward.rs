@@ -524,7 +524,7 @@ impl Passes<'_> {
             }
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
             // A value whose adjoint runs: its expensive partials kept.
-            _ if self.useful(var) => {
+            _ if self.let_keeps(var, init) => {
                 let (before, value) = self.value_keeping(init, true);
                 return quote!(#before let #mut_token #name = #value;);
             }
@@ -576,8 +576,6 @@ impl Passes<'_> {
         quote!(#path::#item)
     }
 
-    /// The arguments of a call of a callee's compiled pass, each converted
-    /// by the callee's parameter marker.
     /// A call computing a plain value (no argument differentiated), on the
     /// machine values: the callee as written, its scalar arguments as the
     /// lowering computed them (control flow in them was hoisted and ran
@@ -599,6 +597,8 @@ impl Passes<'_> {
         quote!(#func(#(#args),*))
     }
 
+    /// The arguments of a call of a callee's compiled pass, each converted
+    /// by the callee's parameter marker.
     pub(crate) fn call_args(&self, call: &crate::ir::Call, side: Side) -> Vec<TokenStream> {
         let s = &self.scalar;
         call.args
@@ -651,8 +651,7 @@ impl Passes<'_> {
         let var = place.var();
         let name = self.name(var);
         // A value whose adjoint runs: its expensive partials kept.
-        let keeps = self.useful(var) && matches!(op, AssignOp::Set | AssignOp::Add | AssignOp::Sub);
-        let (kept, value) = if keeps {
+        let (kept, value) = if self.assign_keeps(var, op) {
             self.value_keeping(value, self.active(var))
         } else if self.active(var) {
             (TokenStream::new(), self.scalar_value(value, Side::Forward))

@@ -14,7 +14,7 @@ use super::values::Side;
 use super::Passes;
 use crate::analyze::keep::kept_partials;
 use crate::ir::math::Rule;
-use crate::ir::{Expr, ExprKind};
+use crate::ir::{AssignOp, Expr, ExprKind, VarId};
 
 /// The locals the adjoint pops what was kept into, per math node (by
 /// address): its partials, and its value if that was kept too.
@@ -121,6 +121,22 @@ impl Passes<'_> {
             map.insert(kept.node as *const Expr, (partials, value));
         }
         (quote!(#(#pops)*), map)
+    }
+
+    /// True if `let var = init;` keeps the partials of `init`'s expensive
+    /// methods: a value whose adjoint runs, computed by an expression (not
+    /// a call, a new buffer or a whole buffer). The forward pass and the
+    /// room reserved for a loop's pushes both ask this.
+    pub(crate) fn let_keeps(&self, var: VarId, init: &Expr) -> bool {
+        self.useful(var)
+            && !matches!(init.kind, ExprKind::Call(_) | ExprKind::NewBuffer(_))
+            && !(self.is_buffer(var) && matches!(init.kind, ExprKind::Var(_)))
+    }
+
+    /// True if an assignment `var op= value;` keeps the partials of
+    /// `value`'s expensive methods (the forward pass and `reserve.rs`).
+    pub(crate) fn assign_keeps(&self, var: VarId, op: AssignOp) -> bool {
+        self.useful(var) && matches!(op, AssignOp::Set | AssignOp::Add | AssignOp::Sub)
     }
 
     /// How many reals the forward pass keeps for `value`.

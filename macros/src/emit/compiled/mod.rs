@@ -125,14 +125,7 @@ impl<'a> Passes<'a> {
     /// its code never names its record (pushes, reserved room, snapshots
     /// and callees' forward passes all go through it).
     fn records_nothing(forward: &TokenStream) -> bool {
-        fn names(tokens: TokenStream, wanted: &Ident) -> bool {
-            tokens.into_iter().any(|token| match token {
-                proc_macro2::TokenTree::Ident(ident) => ident == *wanted,
-                proc_macro2::TokenTree::Group(group) => names(group.stream(), wanted),
-                _ => false,
-            })
-        }
-        !names(forward.clone(), &names::record())
+        crate::syntax::find_ident(forward.clone(), &names::record().to_string()).is_none()
     }
 
     pub(crate) fn active(&self, var: VarId) -> bool {

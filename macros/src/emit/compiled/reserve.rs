@@ -10,7 +10,7 @@
 
 use super::Passes;
 use crate::analyze::{Establish, LoopPlan};
-use crate::ir::{AssignOp, Block, ExprKind, Stmt, StmtKind};
+use crate::ir::{Block, ExprKind, Stmt, StmtKind};
 
 /// An upper bound on the pushes of one execution: (reals, words).
 type Pushes = Option<(usize, usize)>;
@@ -82,22 +82,16 @@ impl Passes<'_> {
             StmtKind::Let {
                 var,
                 init: Some(init),
-            } if self.useful(*var)
-                && !matches!(init.kind, ExprKind::Call(_) | ExprKind::NewBuffer(_))
-                && !(self.is_buffer(*var) && matches!(init.kind, ExprKind::Var(_))) =>
-            {
-                (self.kept_count(init), 0)
-            }
+            } if self.let_keeps(*var, init) => (self.kept_count(init), 0),
             StmtKind::Let { .. } | StmtKind::Effect(_) => (0, 0),
             StmtKind::Assign {
                 place, op, value, ..
             } => {
                 let var = place.var();
-                let kept = match op {
-                    AssignOp::Set | AssignOp::Add | AssignOp::Sub if self.useful(var) => {
-                        self.kept_count(value)
-                    }
-                    _ => 0,
+                let kept = if self.assign_keeps(var, *op) {
+                    self.kept_count(value)
+                } else {
+                    0
                 };
                 let saved = plan.saves[stmt.id];
                 match (saved, self.active(var)) {

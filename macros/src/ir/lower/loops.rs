@@ -28,10 +28,7 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = for_loop.span();
-        let checkpoint = for_loop
-            .attrs
-            .iter()
-            .any(|attr| attr.path().is_ident(crate::syntax::CHECKPOINT));
+        let checkpoint = crate::syntax::is_checkpointed(&for_loop.attrs);
         let walk = self.walk(&for_loop.expr, out)?;
         let id = self.enter_loop(for_loop.label.as_ref(), None);
         self.loops[id].checkpoint = checkpoint;

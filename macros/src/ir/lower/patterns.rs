@@ -8,7 +8,7 @@ use syn::visit::Visit;
 use syn::Expr as SynExpr;
 
 use super::{Lowered, Lowerer, Unsupported};
-use crate::ir::{Expr, ExprKind, Origin, StmtKind, Var, VarKind};
+use crate::ir::{Expr, ExprKind, StmtKind};
 
 impl Lowerer {
     /// Lowers `let pattern = init;` where `init` is a plain value (no reals
@@ -78,15 +78,6 @@ impl Lowerer {
                     #name
                 }
             };
-            let var = self.new_var(Var {
-                name: name.clone(),
-                mutable,
-                origin: Origin::Local,
-                kind: VarKind::Scalar,
-                array: false,
-                annotation: None,
-                span: name.span(),
-            });
             let value = Expr::new(
                 ExprKind::Opaque {
                     expr: Box::new(read),
@@ -94,17 +85,10 @@ impl Lowerer {
                 },
                 name.span(),
             );
-            out.push(self.stmt(
-                name.span(),
-                StmtKind::Let {
-                    var,
-                    init: Some(value),
-                },
-            ));
+            let var = self.let_scalar(&name, mutable, value, out);
             if !mutable {
                 self.plain.insert(var);
             }
-            self.bind(&name, var);
         }
         Ok(())
     }

@@ -327,25 +327,37 @@ impl Lowerer {
             let Some((name, mutable)) = name else {
                 continue;
             };
-            let var = self.new_var(Var {
-                name: name.clone(),
-                mutable,
-                origin: Origin::Local,
-                kind: VarKind::Scalar,
-                array: false,
-                annotation: None,
-                span: name.span(),
-            });
-            out.push(self.stmt(
-                name.span(),
-                StmtKind::Let {
-                    var,
-                    init: Some(value),
-                },
-            ));
-            self.bind(&name, var);
+            self.let_scalar(&name, mutable, value, out);
         }
         Ok(())
+    }
+
+    /// `let [mut] name = value;` of a new scalar local, bound to `name`.
+    pub(super) fn let_scalar(
+        &mut self,
+        name: &syn::Ident,
+        mutable: bool,
+        value: Expr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> VarId {
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable,
+            origin: Origin::Local,
+            kind: VarKind::Scalar,
+            array: false,
+            annotation: None,
+            span: name.span(),
+        });
+        out.push(self.stmt(
+            name.span(),
+            StmtKind::Let {
+                var,
+                init: Some(value),
+            },
+        ));
+        self.bind(name, var);
+        var
     }
 
     /// Lowers `expr`, whose value goes to `target` (on every path that does
