@@ -274,8 +274,8 @@
 pub use deltad_macros::{differentiate, Differentiable};
 pub use deltad_runtime::{dot, log_sum_exp, release_pooled_tapes, sum};
 pub use deltad_runtime::{
-    DeltaId, DerivativeCheck, Differentiable, DualOf, GradElement, IntoDual, IntoReal, Mismatch,
-    Primitive, Real, Scalar, Tape, TapeStats,
+    DeltaId, DerivativeCheck, Differentiable, Dual, DualOf, GradElement, IntoDual, IntoReal,
+    Mismatch, Primitive, Real, Scalar, Tape, TapeStats,
 };
 pub use deltad_runtime::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
 

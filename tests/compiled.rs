@@ -1327,3 +1327,81 @@ fn destructured_plain_values_and_is_empty() {
     );
     assert!(g.weights.is_empty());
 }
+
+// Reductions whose float type the context gives (a `let` annotation, the
+// result of a real-valued function, a `return`), with a typed closure
+// literal given to `map`.
+both!(typed_sums, typed_sums_tape, fn(v: &[f64], t: f64) -> f64 {
+    let act = |u: &f64| (u * t).tanh();
+    let squares: f64 = v.iter().map(|u: &f64| u * u).sum();
+    let activated: f64 = v.iter().map(|u| act(u)).sum();
+    if squares > 100.0 {
+        return v.iter().map(|u| u * t).product();
+    }
+    let waves: f64 = v.iter().map(|u| u.sin() * t).sum();
+    if waves > 0.0 {
+        squares * activated
+    } else {
+        v.iter().map(|u| u * activated).sum()
+    }
+});
+
+/// A named closure with a typed parameter given to `map` (compiled only:
+/// the tape does not take it yet).
+#[differentiate(compiled)]
+fn named_typed_closure(v: &[f64], t: f64) -> f64 {
+    let act = |u: &f64| (u * t).tanh();
+    let s: f64 = v.iter().map(act).sum();
+    s * t
+}
+
+#[test]
+fn reductions_typed_by_their_context() {
+    let mut rng = Rng::new(23);
+    for n in [0, 1, 4] {
+        for scale in [1.0, 20.0] {
+            let v: Vec<f64> = rng.vec(n, -1.0, 1.0).iter().map(|x| x * scale).collect();
+            let t = 0.7;
+            let (g, tape) = agree!(typed_sums, typed_sums_tape, (&v, t), "typed sums");
+            same(&g.v, &tape.v, "typed sums v");
+            same(&[g.t], &[tape.t], "typed sums t");
+            let mut point = v.clone();
+            point.push(t);
+            let mut got = g.v.clone();
+            got.push(g.t);
+            check_gradient(|p| typed_sums(&p[..n], p[n]), &point, &got, "typed sums");
+            let g = named_typed_closure::grad(&v, t);
+            let mut got = g.v.clone();
+            got.push(g.t);
+            check_gradient(
+                |p| named_typed_closure(&p[..n], p[n]),
+                &point,
+                &got,
+                "named closure",
+            );
+        }
+    }
+}
+
+// An element borrowed and dereferenced (`let r = &x[0]; *r`).
+both!(borrowed_element, borrowed_element_tape, fn(x: &[f64], t: f64) -> f64 {
+    let r = &x[0];
+    let s = &x[x.len() - 1];
+    *r * 2.0 * x[1] + (*s * t).sin() + r * t
+});
+
+#[test]
+fn elements_borrowed_and_dereferenced() {
+    let x = [0.75, -1.5, 2.25];
+    let t = 0.4;
+    let (g, tape) = agree!(borrowed_element, borrowed_element_tape, (&x, t), "borrowed");
+    same(&g.x, &tape.x, "borrowed x");
+    // 2 x0 x1 + sin(x2 t) + x0 t.
+    let c = (x[2] * t).cos();
+    same(
+        &g.x,
+        &[2.0 * x[1] + t, 2.0 * x[0], c * t],
+        "borrowed x by hand",
+    );
+    same(&[g.t], &[c * x[2] + x[0]], "borrowed t by hand");
+}

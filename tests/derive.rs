@@ -1,5 +1,5 @@
 //! `#[derive(Differentiable)]`: the trait's operations on user types.
-use deltad::{Differentiable, Tape};
+use deltad::{differentiate, Differentiable, Tape};
 
 #[derive(Differentiable, Clone, Debug, PartialEq)]
 pub struct Vec3 {
@@ -101,4 +101,58 @@ mod single_letter_names {
         assert_eq!(g.s.e, 2.0);
         assert_eq!(g.s.w, vec![2.0, 2.0]);
     }
+}
+
+/// An array field whose length is an associated constant, `Self::N`
+/// (issue 19 item 4: the twin is another type, where `Self` means it).
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+struct Rotor {
+    v: [f64; Self::N],
+}
+
+impl Rotor {
+    const N: usize = 4;
+}
+
+#[differentiate]
+fn rotor_product(r: &Rotor) -> f64 {
+    r.v[0] * r.v[3] + r.v[1].sin()
+}
+
+#[test]
+fn array_length_named_through_self() {
+    let r = Rotor {
+        v: [1.5, 0.25, -2.0, 4.0],
+    };
+    let g = rotor_product::grad(&r);
+    assert_eq!(g.r.v, [4.0, 0.25f64.cos(), 0.0, 1.5]);
+}
+
+/// `&self` methods of a derived type that is not `Clone` (issue 19 item 3):
+/// differentiated directly and called from another differentiated function
+/// on a constant receiver.
+#[derive(Debug, Differentiable)]
+struct Solver {
+    e: f64,
+}
+
+#[differentiate]
+impl Solver {
+    fn energy(&self, x: f64) -> f64 {
+        self.e * x * x
+    }
+}
+
+#[differentiate]
+fn energy_twice(x: f64, #[no_grad] s: &Solver) -> f64 {
+    s.energy(x) + s.energy(2.0 * x)
+}
+
+#[test]
+fn methods_of_a_type_that_is_not_clone() {
+    let s = Solver { e: 1.5 };
+    let g = solver_energy::grad(&s, 3.0);
+    assert_eq!((g.self_.e, g.x), (9.0, 9.0));
+    // e x² + 4 e x² = 5 e x².
+    assert_eq!(energy_twice::grad(3.0, &s).x, 10.0 * 1.5 * 3.0);
 }

@@ -150,3 +150,29 @@ fn differentiating_through_an_optimizer_step() {
     // to rounding of order ε/h; the outer check's tolerance covers it.
     assert_close_tol(&got, &reference, 1e-5, "through the step");
 }
+
+/// A function parameter written `impl Fn(..)` (issue: the function did not
+/// compile, even with no caller).
+#[differentiate]
+fn apply_twice(x: f64, f: impl Fn(f64) -> f64) -> f64 {
+    f(f(x))
+}
+
+#[differentiate]
+fn twice_scaled(x: f64, a: f64) -> f64 {
+    apply_twice(x, |v| a * v * v)
+}
+
+#[test]
+fn impl_fn_parameter_called_with_a_closure() {
+    // f(v) = a v², f(f(x)) = a (a x²)² = a³ x⁴.
+    let (x, a) = (0.7, 1.3);
+    let g = twice_scaled::grad(x, a);
+    assert_close_tol(
+        &[g.x, g.a],
+        &[4.0 * a.powi(3) * x.powi(3), 3.0 * a * a * x.powi(4)],
+        1e-14,
+        "impl Fn",
+    );
+    assert_eq!(apply_twice(x, |v| v + 1.0), x + 2.0);
+}

@@ -82,3 +82,47 @@ fn the_tangent_of_an_inner_tangent_is_zero() {
         (1.0, inner_gradient::Grad { x: 0.0 })
     );
 }
+
+// ----- the seed of a nested `vjp` ---------------------------------------------
+
+#[differentiate]
+fn cube(x: f64) -> f64 {
+    x * x * x
+}
+
+#[differentiate]
+fn cube_components(x: f64) -> Vec<f64> {
+    vec![x * x * x, x.sin()]
+}
+
+/// x · vjp(cube, x, seed) with seeds that are literals, typed literals,
+/// locals, constant parameters and differentiated values (and a vector
+/// seed by reference).
+#[differentiate]
+fn seeded(x: f64, #[no_grad] s: f64) -> f64 {
+    let literal = x * cube::vjp(x, 1.0).1.x;
+    let typed = x * cube::vjp(x, 2.0_f64).1.x;
+    let local = 0.5;
+    let by_local = x * cube::vjp(x, local).1.x;
+    let constant = x * cube::vjp(x, s).1.x;
+    let seed = x * 2.0;
+    let differentiated = x * cube::vjp(x, seed).1.x;
+    let vector = cube_components::vjp(x, &vec![x, 1.0]).1.x;
+    literal + typed + by_local + constant + differentiated + vector
+}
+
+#[test]
+fn nested_vjp_seeds_constant_and_differentiated() {
+    let (x, s) = (0.7_f64, 1.5);
+    // vjp(cube, x, w) = 3x²w: x·3x²·(1 + 2 + 0.5 + s) = 3x³(3.5 + s);
+    // with w = 2x: 6x⁴; the vector seed [x, 1]: 3x²·x + cos x.
+    let value = 3.0 * x.powi(3) * (3.5 + s) + 6.0 * x.powi(4) + 3.0 * x.powi(3) + x.cos();
+    let derivative = 9.0 * x * x * (3.5 + s) + 24.0 * x.powi(3) + 9.0 * x * x - x.sin();
+    let (got_value, g) = seeded::value_and_grad(x, s);
+    assert!((got_value - value).abs() < 1e-14 * value.abs());
+    assert!(
+        (g.x - derivative).abs() < 1e-13 * derivative.abs(),
+        "{} vs {derivative}",
+        g.x
+    );
+}

@@ -273,3 +273,41 @@ fn second_order_in_f32() {
     let trace: f64 = (0..3).map(|i| expected[i][i]).sum();
     assert!((f64::from(lap) - trace).abs() <= 1e-5 * trace);
 }
+
+/// A by-value constant of the user's own type (not `Clone` by its spelling,
+/// `Clone` by its derive): the second-order functions and
+/// `check_derivatives` exist, their `Clone` requirement left to rustc.
+#[derive(Clone, Copy)]
+enum OptionType {
+    Call,
+    Put,
+}
+
+#[differentiate]
+fn payoff(#[no_grad] kind: OptionType, s: f64, k: f64) -> f64 {
+    match kind {
+        OptionType::Call => s * s * k,
+        OptionType::Put => k * k * s,
+    }
+}
+
+#[test]
+fn second_order_with_a_by_value_constant_of_a_user_type() {
+    let (s, k) = (2.0, 3.0);
+    // Call: s²k, Hessian [[2k, 2s], [2s, 0]]; Put: k²s, [[0, 2k], [2k, 2s]].
+    let call = payoff::hessian(OptionType::Call, s, k);
+    assert_eq!(
+        [call[0].s, call[0].k, call[1].s, call[1].k],
+        [2.0 * k, 2.0 * s, 2.0 * s, 0.0]
+    );
+    let put = payoff::hessian(OptionType::Put, s, k);
+    assert_eq!(
+        [put[0].s, put[0].k, put[1].s, put[1].k],
+        [0.0, 2.0 * k, 2.0 * k, 2.0 * s]
+    );
+    let v = payoff::Grad { s: 1.0, k: -2.0 };
+    let hv = payoff::hvp(OptionType::Call, s, k, &v);
+    assert_eq!([hv.s, hv.k], [2.0 * k - 4.0 * s, 2.0 * s]);
+    assert_eq!(payoff::laplacian(OptionType::Put, s, k), 2.0 * s);
+    payoff::check_derivatives(OptionType::Put, s, k).assert_within(1e-6);
+}

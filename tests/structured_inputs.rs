@@ -312,3 +312,77 @@ fn enum_gradients_follow_the_variant_the_input_had() {
     assert_eq!(g.shape, Shape::Rectangle(15.0, 5.0 * 3.0));
     assert_eq!(g.by, 15.0 + 5.0 * 5.0);
 }
+
+// ----- nested collections passed on to other differentiated functions -----
+
+#[differentiate]
+fn corner_product(w: &Vec<Vec<f64>>) -> f64 {
+    w[0][0] * w[1][1]
+}
+
+#[differentiate]
+fn corner_product_of_slice(w: &[Vec<f64>]) -> f64 {
+    w[0][0] * w[1][1]
+}
+
+#[differentiate]
+fn pair_product(w: &Vec<[f64; 2]>) -> f64 {
+    w[0][0] * w[1][1]
+}
+
+/// `&Vec<Vec<f64>>` passed to callees taking `&Vec<Vec<f64>>` and
+/// `&[Vec<f64>]`, and `&Vec<[f64; 2]>` to `&Vec<[f64; 2]>`.
+#[differentiate]
+fn passes_nested_on(w: &Vec<Vec<f64>>, v: &Vec<[f64; 2]>) -> f64 {
+    corner_product(w) + 3.0 * corner_product_of_slice(w) + pair_product(v) * w[0][1]
+}
+
+#[test]
+fn nested_collections_passed_on_to_differentiated_callees() {
+    let w = vec![vec![1.5, -0.5], vec![2.0, 0.25]];
+    let v = vec![[0.75, 1.25], [-1.0, 2.5]];
+    let g = passes_nested_on::grad(&w, &v);
+    // f = 4 w00 w11 + v00 v11 w01.
+    let (w00, w01, w11) = (w[0][0], w[0][1], w[1][1]);
+    let (v00, v11) = (v[0][0], v[1][1]);
+    assert_eq!(g.w, vec![vec![4.0 * w11, v00 * v11], vec![0.0, 4.0 * w00]]);
+    assert_eq!(g.v, vec![[v11 * w01, 0.0], [0.0, v00 * w01]]);
+}
+
+/// A constant nested collection and a constant struct passed from a
+/// function on the compiled path to callees that differentiate them (the
+/// callees stay on the tape).
+#[differentiate]
+fn scaled_corner(w: &Vec<Vec<f64>>, s: f64) -> f64 {
+    w[0][0] * w[1][1] * s * s
+}
+
+#[differentiate]
+fn constants_passed_on(s: f64, #[no_grad] data: &Vec<Vec<f64>>, #[no_grad] p: &Point) -> f64 {
+    scaled_corner(data, s) + scaled_distance(p, s)
+}
+
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+}
+
+#[differentiate]
+fn scaled_distance(p: &Point, s: f64) -> f64 {
+    (p.x * p.x + p.y * p.y) * s
+}
+
+#[test]
+fn constants_of_structured_types_passed_from_the_compiled_path() {
+    let data = vec![vec![2.0, 0.0], vec![0.0, 3.0]];
+    let p = Point { x: 0.5, y: -1.5 };
+    let s = 1.25;
+    let g = constants_passed_on::grad(s, &data, &p);
+    // f = 6 s² + 2.5 s.
+    assert_eq!(g.s, 12.0 * s + 2.5);
+    let (value, tangent) =
+        constants_passed_on::jvp(s, &data, &p, &constants_passed_on::Grad { s: 1.0 });
+    assert_eq!((value, tangent), (6.0 * s * s + 2.5 * s, 12.0 * s + 2.5));
+    assert_eq!(constants_passed_on::hessian(s, &data, &p)[0].s, 12.0);
+}

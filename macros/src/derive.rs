@@ -23,10 +23,11 @@ pub(crate) fn twin_name(name: &Ident) -> Ident {
 
 pub fn derive(input: TokenStream) -> TokenStream {
     let errors = Errors::default();
-    let input: DeriveInput = match syn::parse2(input) {
+    let mut input: DeriveInput = match syn::parse2(input) {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),
     };
+    name_self(&mut input);
     if !input.generics.params.is_empty() {
         errors.at(
             &input.generics,
@@ -56,6 +57,24 @@ pub fn derive(input: TokenStream) -> TokenStream {
         precision,
     }
     .generate(&body)
+}
+
+/// `Self` in the field types (`[f64; Self::N]`) named as the type itself:
+/// the twin and the impls for it are other types, where `Self` means them.
+fn name_self(input: &mut DeriveInput) {
+    struct Namer(Ident);
+    impl syn::visit_mut::VisitMut for Namer {
+        fn visit_path_mut(&mut self, path: &mut syn::Path) {
+            if let Some(first) = path.segments.first_mut() {
+                if first.ident == "Self" {
+                    first.ident = Ident::new(&self.0.to_string(), first.ident.span());
+                }
+            }
+            syn::visit_mut::visit_path_mut(self, path);
+        }
+    }
+    let mut namer = Namer(input.ident.clone());
+    syn::visit_mut::VisitMut::visit_data_mut(&mut namer, &mut input.data);
 }
 
 /// The precision of the type's reals: the float its fields mention (`f64`

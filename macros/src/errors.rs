@@ -39,3 +39,10 @@ impl Errors {
             .collect()
     }
 }
+
+/// The message for a differentiated value cast to the other float type.
+pub(crate) fn other_precision_cast(precision: &str, other: &str) -> String {
+    format!(
+        "deltad cannot convert a differentiated `{precision}` to `{other}`: a function is differentiated in one precision; keep this value in `{precision}` (and convert the function's result with `as` where you call it), or mark the inputs it depends on #[no_grad]"
+    )
+}

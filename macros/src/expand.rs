@@ -3,7 +3,7 @@
 //! unchanged, the errors, and stub gradient items with the right signatures.
 
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{quote, ToTokens};
 use syn::{Item, ItemFn};
 
 use crate::emit::{self, Bodies, RecordingPass, Target};
@@ -26,7 +26,10 @@ pub fn differentiate(attr: TokenStream, item: TokenStream) -> TokenStream {
             if options.custom.is_some() {
                 errors.at_span(Span::call_site(), "`custom` goes on a method of the `impl` block, as `#[differentiate(custom = ..)]`");
             }
-            impl_block::expand(block, &errors)
+            let name = block.self_ty.to_token_stream().to_string();
+            let expansion = impl_block::expand(block, &errors);
+            show_expansion(&name, &expansion);
+            expansion
         }
         _ => {
             // A method inside an `impl` block arrives here as a function with
@@ -78,15 +81,19 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
     // The gradient items use a copy of the function, not the function itself:
     // mark the function used so that a caller who only asks for gradients
     // does not get a dead-code warning for it.
-    // (A function with type or const parameters cannot be named without
-    // arguments.)
+    // (A function with type or const parameters, `impl Trait` ones too,
+    // cannot be named without arguments.)
     let cfgs = emit::cfg_attrs(&function);
     let only_lifetimes = function
         .sig
         .generics
         .params
         .iter()
-        .all(|p| matches!(p, syn::GenericParam::Lifetime(_)));
+        .all(|p| matches!(p, syn::GenericParam::Lifetime(_)))
+        && !function.sig.inputs.iter().any(|input| match input {
+            syn::FnArg::Typed(param) => crate::syntax::mentions_impl_trait(&param.ty),
+            syn::FnArg::Receiver(_) => false,
+        });
     let mark_used = (only_lifetimes && signature_ok).then(|| {
         quote! {
             #(#cfgs)*
@@ -225,7 +232,7 @@ fn compile(
     if target.method.is_some() {
         return Err((None, "methods are not on the compiled path yet".to_string()));
     }
-    if !emit::has_compiled_convention(signature) {
+    if !emit::compiled_path_signature(signature) {
         return Err((
             None,
             "its parameters or result are not on the compiled path yet (it takes reals, slices, `Vec`s and arrays of reals and plain values, and returns a real, or a `Vec` or array of reals)".to_string(),

@@ -15,6 +15,20 @@ pub(crate) fn find_ident(tokens: proc_macro2::TokenStream, name: &str) -> Option
     })
 }
 
+/// True if `ty` has an `impl Trait` in it (an anonymous type parameter of
+/// a function that takes it).
+pub(crate) fn mentions_impl_trait(ty: &syn::Type) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut finder = Finder(false);
+    syn::visit::Visit::visit_type(&mut finder, ty);
+    finder.0
+}
+
 /// True if `attrs` hold `#[checkpoint]`.
 pub(crate) fn is_checkpointed(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| a.path().is_ident(CHECKPOINT))

@@ -11,4 +11,10 @@ fn g(y: f64) -> f64 {
     z as f64
 }
 
+#[differentiate]
+fn h(x: f64) -> f64 {
+    let y = (x * 3.0) as f32;
+    x * y as f64
+}
+
 fn main() {}

@@ -146,10 +146,7 @@ fn check_expr(
                 if name != precision.name() {
                     report(
                         e.span,
-                        format!(
-                            "a differentiated `{}` cast to `{name}`: one function is differentiated in one precision",
-                            precision.name()
-                        ),
+                        crate::errors::other_precision_cast(precision.name(), &name),
                     );
                 }
             }

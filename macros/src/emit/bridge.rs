@@ -11,11 +11,24 @@ use syn::Ident;
 use super::compiled::{sink, ADJ_FN, FWD_FN};
 use super::Generator;
 use crate::names::items;
-use crate::signature::{BufferOutput, Output, ParamKind, Signature};
+use crate::signature::{BufferOutput, Output, ParamKind, Passing, Signature};
 
-/// True if the function's parameters and result have compiled-pass
-/// conventions (reals, buffers of reals, plain values; a real result).
+/// True if the function's compiled passes can be called: its parameters
+/// and result have compiled-pass conventions (reals, buffers of reals, plain
+/// values; a real or buffer result). A parameter of a structured type (a
+/// struct, a tuple, a nested collection) is passed as plain data: a compiled
+/// caller has no differentiated values of those types to pass.
 pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
+    compiled_conventions(signature, true)
+}
+
+/// True if the compiled path can take the function's signature (the
+/// conventions, with no structured parameter).
+pub(crate) fn compiled_path_signature(signature: &Signature) -> bool {
+    compiled_conventions(signature, false)
+}
+
+fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
     // (An array result whose length is a const parameter has no type
     // callers could name without the parameter.)
     let const_generic = signature
@@ -39,7 +52,7 @@ pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
                     | ParamKind::ArrayRef { .. }
                     | ParamKind::Constant
                     | ParamKind::Discrete
-            )
+            ) || (structured && matches!(p.kind, ParamKind::Structured { .. }))
         })
 }
 
@@ -89,7 +102,8 @@ impl Generator<'_> {
                     );
                     sink_bounds.push(quote!(#sink_type: ::deltad::__private::ScalarSink<#s>));
                 }
-                kind if kind.is_active() => {
+                // (A structured parameter is plain data here.)
+                kind if kind.is_active() && !matches!(kind, ParamKind::Structured { .. }) => {
                     params.push(match kind {
                         ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                             quote!(#name: &[#s; #len])
@@ -145,8 +159,24 @@ impl Generator<'_> {
                 _ => {
                     let ty = &param.ty;
                     params.push(quote!(#name: #ty));
-                    constants.push(quote!(#name));
-                    input_args.push(quote!(#name));
+                    // A structured parameter's value as a twin of constants
+                    // (which needs no `Clone` of the user's type).
+                    let passed = match &param.kind {
+                        ParamKind::Structured { value, passing } => {
+                            let constant = |ty: &syn::Type, of: TokenStream| quote!(<#ty as ::deltad::__private::Differentiable<#prim>>::constant::<#s>(#of));
+                            match passing {
+                                Passing::Value => constant(value, quote!(&#name)),
+                                Passing::Ref => constant(value, quote!(#name)),
+                                Passing::Slice { elem } => {
+                                    let each = constant(elem, quote!(__deltad_e));
+                                    quote!(#name.iter().map(|__deltad_e| #each).collect::<::std::vec::Vec<_>>())
+                                }
+                            }
+                        }
+                        _ => quote!(#name),
+                    };
+                    constants.push(passed.clone());
+                    input_args.push(passed);
                     sink_bounds.push(quote!(#sink_type));
                 }
             }

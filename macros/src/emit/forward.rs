@@ -71,11 +71,16 @@ impl Generator<'_> {
                 }
             };
         }
-        // A receiver passed by value without derivatives is cloned; every
-        // other receiver converts from a reference.
+        // A receiver passed by value without derivatives is cloned; a
+        // differentiated receiver (a plain value here: the method is called
+        // on the user's type, not on its twin) becomes a twin of constants,
+        // which needs no `Clone`.
         let receiver = match (&self.signature.params[0].kind, &self.signature.params[0].ty) {
             (ParamKind::Constant, syn::Type::Reference(_)) => quote!(self),
             (ParamKind::Constant, _) => quote!(::core::clone::Clone::clone(self)),
+            (ParamKind::Structured { value, .. }, _) => quote! {
+                <#value as ::deltad::__private::Differentiable<#prim>>::constant::<#scalar>(self)
+            },
             _ => quote!(self),
         };
         let on_user_type = quote! {

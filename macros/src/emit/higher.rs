@@ -14,8 +14,8 @@ use crate::signature::{Output, ParamKind, Passing};
 
 impl Generator<'_> {
     /// True if the second-order functions exist: a real-valued function
-    /// without `&mut` results whose by-value parameters without derivatives
-    /// can be cloned (the Hessian runs one pass per input real).
+    /// without `&mut` results (they require its by-value parameters without
+    /// derivatives to be `Clone`: the Hessian runs one pass per input real).
     pub(super) fn has_second_order(&self) -> bool {
         matches!(self.signature.output, Output::Real)
             && !self.has_in_out()
@@ -195,7 +195,7 @@ impl Generator<'_> {
 
     fn second_order(&self, stub: bool) -> TokenStream {
         let generics = self.fn_generics();
-        let where_clause = &self.signature.where_clause;
+        let where_clause = super::clone_where_clause(self.signature);
         let params = self.wrapper_params();
         let prim = &self.prim;
         let grad_type = self.grad_type();

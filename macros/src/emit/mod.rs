@@ -110,7 +110,7 @@ pub(crate) struct MethodTarget {
     pub has_receiver: bool,
 }
 
-pub(crate) use bridge::has_compiled_convention;
+pub(crate) use bridge::{compiled_path_signature, has_compiled_convention};
 
 /// Which engine a function took, and why not the compiled one.
 pub(crate) enum Engine<'a> {
@@ -563,12 +563,41 @@ impl<'a> Generator<'a> {
 /// times, so every by-value parameter without derivatives must be surely
 /// `Clone`, and there must be no `&mut` results (which calls overwrite).
 fn has_check(signature: &Signature) -> bool {
-    signature.params.iter().all(|p| match &p.kind {
-        ParamKind::InOut { .. } => false,
-        ParamKind::Function { .. } => true,
-        kind if kind.is_active() => true,
-        _ => surely_clone(&p.ty),
-    })
+    signature
+        .params
+        .iter()
+        .all(|p| !matches!(p.kind, ParamKind::InOut { .. }))
+}
+
+/// The where clause of the functions that pass a by-value parameter
+/// without derivatives to many calls (`check_derivatives`, the second-order
+/// functions): the function's own, plus `T: Clone` for each such parameter
+/// type not surely `Clone` from its spelling, so rustc decides at the call
+/// (the bound is higher-ranked, so a type that is not `Clone` makes those
+/// functions uncallable rather than the module uncompilable).
+fn clone_where_clause(signature: &Signature) -> TokenStream {
+    let bounds: Vec<TokenStream> = signature
+        .params
+        .iter()
+        .filter(|p| {
+            !matches!(p.kind, ParamKind::Function { .. })
+                && !p.kind.is_active()
+                && !surely_clone(&p.ty)
+        })
+        .map(|p| {
+            let ty = &p.ty;
+            quote!(for<'__deltad_clone> #ty: ::core::clone::Clone)
+        })
+        .collect();
+    if bounds.is_empty() {
+        return signature.where_clause.to_token_stream();
+    }
+    let user = signature
+        .where_clause
+        .as_ref()
+        .map(|clause| clause.predicates.iter().collect::<Vec<_>>())
+        .unwrap_or_default();
+    quote!(where #(#user,)* #(#bounds),*)
 }
 
 /// True for types that are surely `Clone`: primitives, references, strings,

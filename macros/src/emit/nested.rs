@@ -76,7 +76,9 @@ impl Generator<'_> {
                 quote!(),
                 quote!((#outer, #grad_type)),
             ),
-            Nested::Vjp => (items::NESTED_VJP_FN, quote!(, #seed: &#results_type), {
+            // The seed: constant (`1.0`, `&v`) or computed from
+            // differentiated values (a dual twin of the results).
+            Nested::Vjp => (items::NESTED_VJP_FN, quote!(, #seed: __DeltadSeed), {
                 let out = dual_of(&output_type);
                 quote!((#out, #grad_type))
             }),
@@ -94,6 +96,9 @@ impl Generator<'_> {
             ),
         };
         let name = Ident::new(name, Span::call_site());
+        let seed_generic = (kind == Nested::Vjp).then(|| {
+            quote!(, __DeltadSeed: ::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #results_type>)
+        });
         let body = if stub {
             quote!(::core::unreachable!())
         } else {
@@ -102,7 +107,7 @@ impl Generator<'_> {
         };
         quote! {
             #[doc(hidden)]
-            pub fn #name<#lifetime, #(#user_generics,)* #scalar: ::deltad::__private::Scalar<Prim = #prim> + #lifetime #(, #generics)*>(
+            pub fn #name<#lifetime, #(#user_generics,)* #scalar: ::deltad::__private::Scalar<Prim = #prim> + #lifetime #(, #generics)* #seed_generic>(
                 #tape: &#lifetime ::deltad::__private::Tape<#scalar>
                 #(, #params)*
                 #extra
@@ -306,10 +311,8 @@ impl Generator<'_> {
                     #bind
                     let mut __deltad_adjoints: ::std::vec::Vec<#outer> =
                         ::std::vec![<#outer as ::deltad::__private::Scalar>::zero(); #inner.len()];
-                    let __deltad_seed = <#results_type as ::deltad::__private::Differentiable<#prim>>::map_twin(
-                        &<#results_type as ::deltad::__private::Differentiable<#prim>>::to_twin(#seed),
-                        &mut |p: &#prim| <#outer as ::deltad::__private::Scalar>::from_prim(*p),
-                    );
+                    let __deltad_seed: ::deltad::__private::DualOf<#lifetime, #scalar, #prim, #results_type> =
+                        ::deltad::__private::IntoDual::into_dual(#seed);
                     <#results_type as ::deltad::__private::Differentiable<#prim>>::seed(&#results, &__deltad_seed, &mut __deltad_adjoints);
                     #inner.reverse_sweep(&mut __deltad_adjoints);
                     #(#write_back)*

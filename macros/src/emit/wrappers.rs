@@ -707,15 +707,15 @@ impl Generator<'_> {
     }
 
     /// `check_derivatives`: the Jacobian against central finite differences
-    /// of the function itself, entry by entry. Generated only when every
-    /// by-value parameter without derivatives can be cloned (it is passed to
-    /// many calls).
+    /// of the function itself, entry by entry. It requires the by-value
+    /// parameters without derivatives to be `Clone` (they are passed to many
+    /// calls).
     fn check_fn(&self, stub: bool) -> TokenStream {
         if !super::has_check(self.signature) {
             return TokenStream::new();
         }
         let generics = self.fn_generics();
-        let where_clause = &self.signature.where_clause;
+        let where_clause = super::clone_where_clause(self.signature);
         let params = self.wrapper_params();
         let prim = &self.prim;
         let check_fn = Ident::new(items::CHECK_FN, Span::call_site());

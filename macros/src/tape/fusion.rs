@@ -919,6 +919,16 @@ impl Rewriter<'_> {
         match expr {
             Expr::Paren(paren) => return self.tree(&mut paren.expr, run),
             Expr::Group(group) => return self.tree(&mut group.expr, run),
+            // `*r` of a variable: the variable, which `into_real` takes by
+            // reference or by value (`let r = &x[0];` may be fused into a
+            // value).
+            Expr::Unary(unary)
+                if matches!(unary.op, UnOp::Deref(_))
+                    && matches!(&*unary.expr, Expr::Path(_))
+                    && shape == Shape::Real =>
+            {
+                return self.tree(&mut unary.expr, run)
+            }
             _ => {}
         }
         if shape != Shape::Real || !self.is_fusion_root(expr) {

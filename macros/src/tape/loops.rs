@@ -61,7 +61,16 @@ enum ExitAction {
     Return(Option<Box<Expr>>),
 }
 
-/// Removes and returns the early exit the body starts with, if any.
+/// What stands where the early exit was: an empty item.
+fn exit_placeholder() -> Stmt {
+    Stmt::Item(syn::Item::Verbatim(TokenStream::new()))
+}
+
+fn is_exit_placeholder(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::Item(syn::Item::Verbatim(tokens)) if tokens.is_empty())
+}
+
+/// Takes out the early exit the body starts with, if any.
 fn take_exit(body: &mut syn::Block) -> Option<Exit> {
     let Some(Stmt::Expr(Expr::If(branch), _)) = body.stmts.first() else {
         return None;
@@ -81,7 +90,10 @@ fn take_exit(body: &mut syn::Block) -> Option<Exit> {
     if !action_ok {
         return None;
     }
-    let Stmt::Expr(Expr::If(branch), _) = body.stmts.remove(0) else {
+    // Replaced in place, not removed: the analysis knows the statements
+    // after it by their addresses.
+    let Stmt::Expr(Expr::If(branch), _) = std::mem::replace(&mut body.stmts[0], exit_placeholder())
+    else {
         return None;
     };
     let Stmt::Expr(jump, _) = branch.then_branch.stmts.into_iter().next()? else {
@@ -488,6 +500,7 @@ impl Rewriter<'_> {
                     };
                     run.bind(target.to_string(), sym);
                 }
+                exit if is_exit_placeholder(exit) => {}
                 other => {
                     if plan.checkpointed {
                         self.errors.at(&*other, "a checkpointed loop is re-run during the reverse sweep from the values of its differentiated reals, so its body may only compute those: this statement does something else (it changes a plain value or has an effect); move it out of the loop, or compute it from a differentiated real");

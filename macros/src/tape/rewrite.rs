@@ -547,6 +547,8 @@ impl<'a> Rewriter<'a> {
     fn cast(&mut self, expr: &mut Expr) {
         let Expr::Cast(cast) = expr else { return };
         let active = self.activity.expr(&cast.expr).is_active();
+        // (Taken before the operand is rewritten into generated tokens.)
+        let written = cast.to_token_stream();
         self.expr(&mut cast.expr, None);
         if !active {
             return;
@@ -564,17 +566,15 @@ impl<'a> Rewriter<'a> {
                 *expr = self.gen_expr(quote_spanned!(inner.span()=> (#inner)));
             }
             Some(name) => self.errors.at(
-                &*cast,
-                format!(
-                    "deltad cannot convert a differentiated `{}` to `{name}`: one function is differentiated in one precision",
-                    self.names.precision.name()
-                ),
+                written,
+                crate::errors::other_precision_cast(self.names.precision.name(), &name),
             ),
             None => {
                 let inner = take(&mut cast.expr);
                 let ty = &cast.ty;
                 let span = inner.span();
-                *expr = self.gen_expr(quote_spanned!(span=> (::deltad::__private::primal(#inner) as #ty)));
+                *expr = self
+                    .gen_expr(quote_spanned!(span=> (::deltad::__private::primal(#inner) as #ty)));
             }
         }
     }
@@ -656,10 +656,21 @@ impl<'a> Rewriter<'a> {
                 module.segments.pop_punct();
                 let nested = Ident::new(public, span);
                 let tape = &self.names.tape;
-                let args = call
-                    .args
-                    .iter()
-                    .map(|arg| quote_spanned!(arg.span()=> ::deltad::__private::arg(#arg)));
+                let last = call.args.len().saturating_sub(1);
+                let args =
+                    call.args
+                        .iter()
+                        .zip(&arg_shapes)
+                        .enumerate()
+                        .map(|(i, (arg, shape))| {
+                            // A `vjp`'s seed goes to a generic parameter that takes
+                            // it constant or differentiated, by value or by reference.
+                            if name == "vjp" && i == last {
+                                quote_spanned!(arg.span()=> #arg)
+                            } else {
+                                callee_arg(arg, shape)
+                            }
+                        });
                 *expr = self.gen_expr(quote_spanned!(span=> #module::#nested(#tape, #(#args),*)));
             }
             CallKind::Constructor if any_active && is_user_type_path(&function.path) => {
@@ -702,7 +713,8 @@ impl<'a> Rewriter<'a> {
                 let args = call
                     .args
                     .iter()
-                    .map(|arg| quote_spanned!(arg.span()=> ::deltad::__private::arg(#arg)));
+                    .zip(&arg_shapes)
+                    .map(|(arg, shape)| callee_arg(arg, shape));
                 let path = &function.path;
                 *expr = match associated_function(path) {
                     // `Type::function(..)`: a method of a `#[differentiate]`
@@ -734,10 +746,12 @@ impl<'a> Rewriter<'a> {
         let name = call.method.to_string();
         let name = name.as_str();
         let receiver = self.activity.expr(&call.receiver);
-        let args_active = call
+        let arg_shapes: Vec<Shape> = call
             .args
             .iter()
-            .any(|arg| self.activity.expr(arg).is_active());
+            .map(|arg| self.activity.expr(arg))
+            .collect();
+        let args_active = arg_shapes.iter().any(Shape::is_active);
         self.expr(&mut call.receiver, None);
         let last = call.args.len().saturating_sub(1);
         for (index, arg) in call.args.iter_mut().enumerate() {
@@ -801,10 +815,8 @@ impl<'a> Rewriter<'a> {
             let tape = &self.names.tape;
             let args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();
             call.args.push(self.gen_expr(quote::quote!(#tape)));
-            for arg in args {
-                let span = arg.span();
-                call.args
-                    .push(self.gen_expr(quote_spanned!(span=> ::deltad::__private::arg(#arg))));
+            for (arg, shape) in args.iter().zip(&arg_shapes) {
+                call.args.push(self.gen_expr(callee_arg(arg, shape)));
             }
         }
     }
@@ -907,6 +919,25 @@ impl Rewriter<'_> {
 
 /// `Type::function` (a path whose second-to-last segment names a type and
 /// whose last names a function): the type's path and the function.
+/// An argument of a call to another differentiated function's recording
+/// pass: converted by `arg` to the parameter's type (a constant lifted to a
+/// dual value, `&Vec<Real>` to the slice a slice parameter takes), except a
+/// nested collection or a tuple of dual values, which only a structured
+/// parameter takes: its parameter is generic, so the value goes as it is
+/// (`arg` could not tell which of its conversions a generic parameter wants).
+fn callee_arg(arg: &Expr, shape: &Shape) -> TokenStream {
+    let structured = match shape {
+        Shape::Elems(inner) => matches!(**inner, Shape::Elems(_) | Shape::Tuple(_)),
+        Shape::Tuple(_) => true,
+        _ => false,
+    };
+    if structured && shape.is_active() {
+        quote_spanned!(arg.span()=> #arg)
+    } else {
+        quote_spanned!(arg.span()=> ::deltad::__private::arg(#arg))
+    }
+}
+
 fn associated_function(path: &syn::Path) -> Option<(syn::Path, &Ident)> {
     let count = path.segments.len();
     if count < 2 {

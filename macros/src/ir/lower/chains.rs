@@ -12,6 +12,7 @@
 //! its function left to right), so values are bit for bit the plain code's.
 
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::Expr as SynExpr;
 
@@ -485,5 +486,91 @@ fn by_reference(item: Item) -> Item {
     match item {
         Item::Value(e) => Item::Element(e),
         other => other,
+    }
+}
+
+/// Gives a `.sum()`/`.product()` without a turbofish the float type its
+/// context fixes, as the turbofish rustc would infer (`let s: f64 =
+/// v.iter().sum();`; the body's value and `return`s of a real-valued
+/// function, `result`), so the chain is lowered like `.sum::<f64>()`.
+pub(super) fn type_reductions(body: &mut syn::Block, result: Option<&syn::Ident>) {
+    struct Typer<'a> {
+        result: Option<&'a syn::Ident>,
+        /// Inside a closure, whose `return`s are not the function's.
+        closures: usize,
+    }
+    impl syn::visit_mut::VisitMut for Typer<'_> {
+        fn visit_local_mut(&mut self, local: &mut syn::Local) {
+            if let (syn::Pat::Type(typed), Some(init)) = (&local.pat, &mut local.init) {
+                if crate::signature::float_name(&typed.ty).is_some() {
+                    type_reduction(&mut init.expr, &typed.ty.to_token_stream());
+                }
+            }
+            syn::visit_mut::visit_local_mut(self, local);
+        }
+        fn visit_expr_return_mut(&mut self, ret: &mut syn::ExprReturn) {
+            if let (Some(result), Some(value), 0) = (self.result, &mut ret.expr, self.closures) {
+                type_tail(value, result);
+            }
+            syn::visit_mut::visit_expr_return_mut(self, ret);
+        }
+        fn visit_expr_closure_mut(&mut self, closure: &mut syn::ExprClosure) {
+            self.closures += 1;
+            syn::visit_mut::visit_expr_closure_mut(self, closure);
+            self.closures -= 1;
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    if let Some(result) = result {
+        if let Some(syn::Stmt::Expr(tail, None)) = body.stmts.last_mut() {
+            type_tail(tail, result);
+        }
+    }
+    let mut typer = Typer {
+        result,
+        closures: 0,
+    };
+    syn::visit_mut::VisitMut::visit_block_mut(&mut typer, body);
+}
+
+/// Types the reductions that are the value of `expr` (through blocks and
+/// the branches of `if` and `match`).
+fn type_tail(expr: &mut SynExpr, float: &syn::Ident) {
+    match expr {
+        SynExpr::Paren(paren) => type_tail(&mut paren.expr, float),
+        SynExpr::Block(block) => {
+            if let Some(syn::Stmt::Expr(tail, None)) = block.block.stmts.last_mut() {
+                type_tail(tail, float);
+            }
+        }
+        SynExpr::If(branch) => {
+            if let Some(syn::Stmt::Expr(tail, None)) = branch.then_branch.stmts.last_mut() {
+                type_tail(tail, float);
+            }
+            if let Some((_, otherwise)) = &mut branch.else_branch {
+                type_tail(otherwise, float);
+            }
+        }
+        SynExpr::Match(choice) => {
+            for arm in &mut choice.arms {
+                type_tail(&mut arm.body, float);
+            }
+        }
+        other => type_reduction(other, &float.to_token_stream()),
+    }
+}
+
+/// `e.sum()` → `e.sum::<F>()` (and `product`).
+fn type_reduction(expr: &mut SynExpr, float: &proc_macro2::TokenStream) {
+    let mut expr = expr;
+    while let SynExpr::Paren(paren) = expr {
+        expr = &mut paren.expr;
+    }
+    if let SynExpr::MethodCall(call) = expr {
+        let name = call.method.to_string();
+        if (name == "sum" || name == "product") && call.args.is_empty() && call.turbofish.is_none()
+        {
+            call.turbofish = Some(syn::parse_quote!(::<#float>));
+        }
     }
 }

@@ -166,7 +166,11 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         annotation: None,
         span: Span::call_site(),
     });
-    let mut body = lowerer.block_into(body, Some(result))?;
+    let mut body = body.clone();
+    let result_float = matches!(signature.output, crate::signature::Output::Real)
+        .then(|| signature.precision.ident(Span::call_site()));
+    chains::type_reductions(&mut body, result_float.as_ref());
+    let mut body = lowerer.block_into(&body, Some(result))?;
     prologue.append(&mut body.stmts);
     body.stmts = prologue;
     Ok(Function {

@@ -81,6 +81,11 @@ impl Lowerer {
         match pat {
             syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
                 let mutable = ident.mutability.is_some();
+                if let Some(target) = self.borrowed_real(init) {
+                    if !mutable && annotation.is_none() {
+                        return self.let_borrowed(&ident.ident, target, out);
+                    }
+                }
                 if self.is_buffer_value(&ident.ident, init, rest) {
                     return self.let_buffer(&ident.ident, mutable, annotation, init, out);
                 }
@@ -93,6 +98,40 @@ impl Lowerer {
             syn::Pat::Tuple(tuple) => self.let_tuple(tuple, annotation, init, out),
             other => self.let_pattern(other, annotation, init, out),
         }
+    }
+
+    /// The element `x[i]` in `&x[i]`, of a buffer of reals.
+    fn borrowed_real<'e>(&self, init: &'e SynExpr) -> Option<&'e SynExpr> {
+        let SynExpr::Reference(reference) = strip(init) else {
+            return None;
+        };
+        let SynExpr::Index(index) = strip(&reference.expr) else {
+            return None;
+        };
+        if crate::syntax::is_range(&index.index) {
+            return None;
+        }
+        let SynExpr::Path(buffer) = strip(&index.expr) else {
+            return None;
+        };
+        let var = self.resolve_path(&buffer.path)?;
+        (reference.mutability.is_none() && self.vars[var].kind == VarKind::Buffer)
+            .then_some(&*reference.expr)
+    }
+
+    /// `let r = &x[i];`: the borrow checker keeps `x[i]` unchanged while `r`
+    /// lives, so `r` is the element's value, and `*r` is `r`.
+    fn let_borrowed(
+        &mut self,
+        name: &syn::Ident,
+        target: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        self.let_ident(name, false, None, target, out)?;
+        if let Some(var) = self.resolve(name) {
+            self.by_ref.insert(var);
+        }
+        Ok(())
     }
 
     fn let_ident(
