@@ -176,3 +176,81 @@ fn calls_through_module_paths() {
     analytic.extend(&g.b);
     check_gradient(|p| via_paths(&p[..3], &p[3..]), &flat, &analytic, "paths");
 }
+
+// ----- arguments in every form rustc accepts ---------------------------------
+
+#[differentiate]
+fn gated(h: f64, x: f64, w: &[f64]) -> f64 {
+    (w[0] * h + w[1] * x).tanh()
+}
+
+macro_rules! argument_forms {
+    ($name:ident, $engine:meta) => {
+        /// `&w` of a slice parameter (a `&&[f64]` rustc derefs), `&*w`,
+        /// `&w[..]`, and a local `Vec` as `&v`, `&v[..]` and `v.as_slice()`.
+        #[$engine]
+        fn $name(xs: &[f64], w: &[f64]) -> f64 {
+            let v = vec![w[1], w[0]];
+            let mut h = 0.0;
+            for t in 0..xs.len() {
+                h = gated(h, xs[t], &w) + gated(h, xs[t], &*w) * gated(h, xs[t], &w[..]);
+                h += gated(h, xs[t], &v) * gated(h, xs[t], &v[..]) - gated(h, xs[t], v.as_slice());
+            }
+            h
+        }
+    };
+}
+argument_forms!(argument_forms_compiled, differentiate);
+argument_forms!(argument_forms_tape, differentiate(tape));
+
+#[test]
+fn arguments_in_the_forms_rustc_accepts() {
+    let (xs, w) = ([0.5, -0.2, 0.9], [0.3, 0.7]);
+    let compiled = argument_forms_compiled::grad(&xs, &w);
+    let tape = argument_forms_tape::grad(&xs, &w);
+    let mut point = xs.to_vec();
+    point.extend(w);
+    let mut got = compiled.xs.clone();
+    got.extend(&compiled.w);
+    check_gradient(
+        |p| argument_forms_compiled(&p[..3], &p[3..]),
+        &point,
+        &got,
+        "argument forms",
+    );
+    assert_close_tol(&tape.xs, &compiled.xs, 1e-12, "argument forms on the tape");
+    assert_close_tol(&tape.w, &compiled.w, 1e-12, "argument forms on the tape");
+}
+
+// ----- a local buffer written through `iter_mut()` adaptors -----------------
+
+#[differentiate]
+fn written_through_adaptors(x: &[f64], t: f64) -> f64 {
+    let mut doubled = vec![0.0; x.len()];
+    for (o, xi) in doubled.iter_mut().zip(x) {
+        *o = 2.0 * *xi * t;
+    }
+    let mut weighted = vec![0.0; x.len()];
+    for (i, (xi, o)) in x.iter().zip(weighted.iter_mut()).enumerate() {
+        *o = xi * xi * i as f64;
+    }
+    let mut squares = vec![0.0; x.len()];
+    squares
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, o)| *o = x[i] * doubled[i]);
+    doubled.iter().sum::<f64>() + weighted.iter().sum::<f64>() + squares.iter().sum::<f64>()
+}
+
+#[test]
+fn local_buffers_written_through_iter_mut_adaptors() {
+    let (x, t) = ([0.5, -1.5, 2.0], 0.75);
+    let g = written_through_adaptors::grad(&x, t);
+    // Σ 2 x_i t + Σ i x_i² + Σ 2 x_i² t.
+    let expected: Vec<f64> = (0..3)
+        .map(|i| 2.0 * t + 2.0 * i as f64 * x[i] + 4.0 * x[i] * t)
+        .collect();
+    assert_close_tol(&g.x, &expected, 1e-15, "iter_mut adaptors");
+    let dt: f64 = x.iter().map(|v| 2.0 * v + 2.0 * v * v).sum();
+    assert_close_tol(&[g.t], &[dt], 1e-15, "iter_mut adaptors t");
+}

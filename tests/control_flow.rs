@@ -263,3 +263,60 @@ fn while_let_if_let_slice_patterns() {
     let g = while_let_and_if_let::grad(&w);
     check_gradient(while_let_and_if_let, &w, &g.w, "let patterns");
 }
+
+// ----- a macro of the user's as a condition -----------------------------------
+
+macro_rules! nearly_equal {
+    ($a:expr, $b:expr) => {
+        ($a - $b).abs() <= 1e-12 * f64::max($a.abs(), $b.abs())
+    };
+}
+
+/// Conditions written with a macro deltad cannot see inside: it runs on the
+/// machine values of its arguments (a condition carries no derivative).
+#[differentiate]
+fn macro_conditions(a: f64, x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        if !nearly_equal!(x[i], a) && (nearly_equal!(x[i] * 2.0, 2.0 * x[i]) || x[i] > 0.0) {
+            s += x[i] * a;
+        }
+        let mut k = 0;
+        while k < 3 && !nearly_equal!(x[i], a) {
+            s += 0.5 * a;
+            k += 1;
+        }
+        s += match i {
+            0 if nearly_equal!(a, 2.0_f64) => a * a,
+            _ => a,
+        };
+    }
+    s
+}
+
+#[test]
+fn macros_as_conditions() {
+    let x = [1.0, 2.0, 3.0];
+    for a in [2.0, 2.5] {
+        let g = macro_conditions::grad(a, &x);
+        let mut point = vec![a];
+        point.extend(x);
+        let mut got = vec![g.a];
+        got.extend(&g.x);
+        // (Central differences step by 1e-5 or so: the equalities stay as
+        // they are at these points except at a = 2, where the derivative
+        // is that of the branch taken.)
+        if a != 2.0 {
+            check_gradient(
+                |p| macro_conditions(p[0], &p[1..]),
+                &point,
+                &got,
+                "macro conditions",
+            );
+        } else {
+            // x[1] = a is skipped: ∂a = x0 + x2 (the products) + 2 · 1.5
+            // (the while loops of i = 0, 2) + 2a (the guard, i = 0) + 2.
+            assert_eq!(got, vec![4.0 + 3.0 + 2.0 * a + 2.0, a, 0.0, a]);
+        }
+    }
+}

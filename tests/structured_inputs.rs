@@ -386,3 +386,30 @@ fn constants_of_structured_types_passed_from_the_compiled_path() {
     assert_eq!((value, tangent), (6.0 * s * s + 2.5 * s, 12.0 * s + 2.5));
     assert_eq!(constants_passed_on::hessian(s, &data, &p)[0].s, 12.0);
 }
+
+/// A `collect()` whose type only the derived struct's field gives.
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Poly {
+    pub coeffs: Vec<f64>,
+    pub scale: f64,
+}
+
+#[differentiate]
+fn collected_into_a_field(x: &[f64], s: f64) -> f64 {
+    let p = Poly {
+        coeffs: x.iter().map(|v| v * s).collect(),
+        scale: s,
+    };
+    let total: f64 = p.coeffs.iter().sum();
+    total * p.scale
+}
+
+#[test]
+fn collect_typed_by_a_struct_field() {
+    let (x, s) = ([1.0, 2.0, -0.5], 3.0);
+    let g = collected_into_a_field::grad(&x, s);
+    // s² Σx.
+    let sum: f64 = x.iter().sum();
+    assert_eq!(g.x, vec![s * s; 3]);
+    assert_eq!(g.s, 2.0 * s * sum);
+}

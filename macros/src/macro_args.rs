@@ -5,7 +5,7 @@
 //! this table (keyed by the macro node) so that the analysis and the rewrite
 //! see the very same expression nodes, and printed back after the rewrite.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
@@ -60,9 +60,12 @@ impl MacroTable {
     /// Parses the macros of `block` (not those inside nested items), reporting
     /// unsupported macros and unparsable arguments.
     pub(crate) fn build(block: &syn::Block, errors: &Errors) -> MacroTable {
+        let mut conditions = Conditions::default();
+        conditions.visit_block(block);
         let mut builder = Builder {
             table: MacroTable::default(),
             errors,
+            conditions: conditions.0,
         };
         builder.visit_block(block);
         builder.table
@@ -81,6 +84,51 @@ impl MacroTable {
 struct Builder<'e> {
     table: MacroTable,
     errors: &'e Errors,
+    /// The macros used as conditions.
+    conditions: HashSet<usize>,
+}
+
+/// Finds the macros used as conditions: the condition of an `if` or a
+/// `while`, a match guard, and the operands of `!`, `&&` and `||` there.
+#[derive(Default)]
+struct Conditions(HashSet<usize>);
+
+impl Conditions {
+    fn condition(&mut self, expr: &Expr) {
+        match expr {
+            Expr::Macro(mac) => {
+                self.0.insert(key(&mac.mac));
+            }
+            Expr::Paren(paren) => self.condition(&paren.expr),
+            Expr::Group(group) => self.condition(&group.expr),
+            Expr::Unary(unary) if matches!(unary.op, syn::UnOp::Not(_)) => {
+                self.condition(&unary.expr)
+            }
+            Expr::Binary(binary) if matches!(binary.op, syn::BinOp::And(_) | syn::BinOp::Or(_)) => {
+                self.condition(&binary.left);
+                self.condition(&binary.right);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Conditions {
+    fn visit_expr_if(&mut self, branch: &'ast syn::ExprIf) {
+        self.condition(&branch.cond);
+        syn::visit::visit_expr_if(self, branch);
+    }
+    fn visit_expr_while(&mut self, looping: &'ast syn::ExprWhile) {
+        self.condition(&looping.cond);
+        syn::visit::visit_expr_while(self, looping);
+    }
+    fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        if let Some((_, guard)) = &arm.guard {
+            self.condition(guard);
+        }
+        syn::visit::visit_arm(self, arm);
+    }
+    fn visit_item(&mut self, _item: &'ast syn::Item) {}
 }
 
 impl<'ast> Visit<'ast> for Builder<'_> {
@@ -91,11 +139,16 @@ impl<'ast> Visit<'ast> for Builder<'_> {
             .last()
             .map(|segment| segment.ident.to_string())
             .unwrap_or_default();
-        let Some(kind) = macro_kind(&name) else {
+        let kind = macro_kind(&name).or_else(|| {
+            self.conditions
+                .contains(&key(mac))
+                .then_some(MacroKind::Condition)
+        });
+        let Some(kind) = kind else {
             self.errors.at(
                 &mac.path,
                 format!(
-                    "deltad cannot see inside the macro `{}!`: it supports `vec!`, the formatting and assertion macros, `dbg!`, `matches!` and `panic!`-like macros; expand this macro by hand or move it out of the differentiated function",
+                    "deltad cannot see inside the macro `{}!`: it supports `vec!`, the formatting and assertion macros, `dbg!`, `matches!`, `panic!`-like macros, and any macro used as a condition (`if m!(..)`); expand this macro by hand or move it out of the differentiated function",
                     mac.path.to_token_stream()
                 ),
             );
@@ -103,7 +156,7 @@ impl<'ast> Visit<'ast> for Builder<'_> {
         };
         let parsed = match kind {
             MacroKind::Vec => mac.parse_body_with(parse_vec_args),
-            MacroKind::Exprs | MacroKind::Diverging => {
+            MacroKind::Exprs | MacroKind::Diverging | MacroKind::Condition => {
                 Punctuated::<Expr, Token![,]>::parse_terminated
                     .parse2(mac.tokens.clone())
                     .map(|args| MacroArgs::Exprs(args.into_iter().collect()))

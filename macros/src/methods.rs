@@ -190,6 +190,10 @@ pub(crate) enum MacroKind {
     /// Arguments are not expressions and hold no values deltad must see:
     /// `matches!`, `cfg!`, `stringify!`, `concat!`, `line!`...
     Opaque,
+    /// Another macro used as a condition (of `if`, `while` or a match guard,
+    /// also under `!`, `&&` and `||`): a condition carries no derivative, so
+    /// the macro runs on the machine values of its comma-separated arguments.
+    Condition,
 }
 
 pub(crate) fn macro_kind(name: &str) -> Option<MacroKind> {

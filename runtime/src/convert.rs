@@ -266,6 +266,31 @@ impl<'a, 't, S: Scalar, const N: usize> Arg<Cow<'a, [Real<'t, S>]>> for &'a [Rea
     }
 }
 
+/// A reference to a reference (`&w` for a `w: &[f64]`), as rustc's
+/// auto-deref would pass it.
+#[diagnostic::do_not_recommend]
+impl<'a, 'b: 'a, 't, S: Scalar, T: ?Sized> Arg<Cow<'a, [Real<'t, S>]>> for &'a &'b T
+where
+    &'a T: Arg<Cow<'a, [Real<'t, S>]>>,
+{
+    #[inline(always)]
+    fn arg(self) -> Cow<'a, [Real<'t, S>]> {
+        let inner: &'a T = self;
+        inner.arg()
+    }
+}
+#[diagnostic::do_not_recommend]
+impl<'a, 'b: 'a, 't, S: Scalar, T: ?Sized> Arg<Real<'t, S>> for &'a &'b T
+where
+    &'a T: Arg<Real<'t, S>>,
+{
+    #[inline(always)]
+    fn arg(self) -> Real<'t, S> {
+        let inner: &'a T = self;
+        inner.arg()
+    }
+}
+
 /// Deref coercions rustc would apply to a direct call: `&Vec<T>` and
 /// `&[T; N]` for a `&[T]` parameter (constant data, typically).
 #[diagnostic::do_not_recommend]

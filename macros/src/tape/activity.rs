@@ -117,6 +117,13 @@ struct Place {
     steps: Vec<Step>,
 }
 
+/// The places the items of a `for` loop alias: each item (`v.iter_mut()`),
+/// or some tuple components (`.enumerate()`, `.zip(..)`).
+enum ItemAlias {
+    Elem(Place),
+    Tuple(Vec<Option<ItemAlias>>),
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Step {
     /// An element of a container.
@@ -244,6 +251,17 @@ impl Analyzer<'_> {
     /// Visits the closure `expr` (called with arguments of shapes `args`, if
     /// known here) and returns the shape of its result.
     fn closure(&mut self, expr: &Expr, args: Option<&[Shape]>) -> Shape {
+        self.closure_aliasing(expr, args, None)
+    }
+
+    /// A closure whose first parameter may alias places (`for_each` over
+    /// `v.iter_mut()`).
+    fn closure_aliasing(
+        &mut self,
+        expr: &Expr,
+        args: Option<&[Shape]>,
+        mut alias: Option<ItemAlias>,
+    ) -> Shape {
         let Expr::Closure(closure) = expr else {
             return self.expr(expr);
         };
@@ -264,7 +282,7 @@ impl Analyzer<'_> {
         }
         let ret = self.scoped(|this| {
             for (input, shape) in closure.inputs.iter().zip(&shapes.params) {
-                this.bind(input, shape, None);
+                this.bind_item(input, shape, alias.take());
             }
             this.expr(&closure.body)
         });
@@ -476,23 +494,54 @@ impl Analyzer<'_> {
         }
     }
 
-    /// For `for x in v.iter_mut()` and the like: the place each item aliases.
-    fn item_alias(&self, iterable: &Expr) -> Option<(Place, bool)> {
+    /// For `for x in v.iter_mut()` and the like: the places an item aliases
+    /// (through `enumerate` and `zip`, by tuple component).
+    fn item_alias(&self, iterable: &Expr) -> Option<ItemAlias> {
         match iterable {
-            Expr::Reference(reference) if reference.mutability.is_some() => {
-                Some((self.place(&reference.expr)?.then(Step::Elem), false))
-            }
+            Expr::Reference(reference) if reference.mutability.is_some() => Some(ItemAlias::Elem(
+                self.place(&reference.expr)?.then(Step::Elem),
+            )),
             Expr::MethodCall(call) => match call.method.to_string().as_str() {
-                "iter_mut" => Some((self.place(&call.receiver)?.then(Step::Elem), false)),
+                "iter_mut" => Some(ItemAlias::Elem(
+                    self.place(&call.receiver)?.then(Step::Elem),
+                )),
                 "enumerate" => {
-                    let (place, _) = self.item_alias(&call.receiver)?;
-                    Some((place, true))
+                    let inner = self.item_alias(&call.receiver)?;
+                    Some(ItemAlias::Tuple(vec![None, Some(inner)]))
+                }
+                "zip" if call.args.len() == 1 => {
+                    let (left, right) = (
+                        self.item_alias(&call.receiver),
+                        self.item_alias(&call.args[0]),
+                    );
+                    (left.is_some() || right.is_some()).then(|| ItemAlias::Tuple(vec![left, right]))
                 }
                 "rev" | "skip" | "take" | "step_by" => self.item_alias(&call.receiver),
                 _ => None,
             },
             Expr::Paren(paren) => self.item_alias(&paren.expr),
             _ => None,
+        }
+    }
+
+    /// Binds a loop pattern to an item of shape `item`, whose parts may
+    /// alias places (writes through them are writes to those places).
+    fn bind_item(&mut self, pat: &Pat, item: &Shape, alias: Option<ItemAlias>) {
+        match (alias, pat) {
+            (Some(ItemAlias::Tuple(parts)), Pat::Tuple(tuple))
+                if tuple.elems.len() == parts.len() =>
+            {
+                let mut shapes = Vec::new();
+                for (index, (elem, part)) in tuple.elems.iter().zip(parts).enumerate() {
+                    self.bind_item(elem, &item.component(index), part);
+                    shapes.push(self.activity.pat(elem));
+                }
+                self.activity
+                    .pats
+                    .insert(pat as *const Pat as usize, Shape::Tuple(shapes));
+            }
+            (Some(ItemAlias::Elem(place)), _) => self.bind(pat, item, Some(place)),
+            _ => self.bind(pat, item, None),
         }
     }
 
@@ -669,24 +718,7 @@ impl Analyzer<'_> {
                 let item = iterable.elem();
                 self.with_frame(FrameKind::Loop, &looping.label, |this| {
                     this.scoped(|this| {
-                        match (alias, &*looping.pat) {
-                            (Some((place, true)), Pat::Tuple(tuple)) if tuple.elems.len() == 2 => {
-                                this.bind(&tuple.elems[0], &Shape::Inactive, None);
-                                this.bind(&tuple.elems[1], &item.component(1), Some(place));
-                                let parts = vec![
-                                    this.activity.pat(&tuple.elems[0]),
-                                    this.activity.pat(&tuple.elems[1]),
-                                ];
-                                this.activity.pats.insert(
-                                    &*looping.pat as *const Pat as usize,
-                                    Shape::Tuple(parts),
-                                );
-                            }
-                            (Some((place, false)), _) => {
-                                this.bind(&looping.pat, &item, Some(place))
-                            }
-                            _ => this.bind(&looping.pat, &item, None),
-                        }
+                        this.bind_item(&looping.pat, &item, alias);
                         this.block(&looping.body);
                     })
                 });
@@ -1079,9 +1111,13 @@ impl Analyzer<'_> {
                 self.closure(f, Some(std::slice::from_ref(&elem)));
                 elem
             }
+            ("for_each", [f]) if closure_at(0) => {
+                let alias = self.item_alias(&call.receiver);
+                self.closure_aliasing(f, Some(&[elem]), alias);
+                Shape::Inactive
+            }
             (
-                "for_each"
-                | "any"
+                "any"
                 | "all"
                 | "position"
                 | "rposition"

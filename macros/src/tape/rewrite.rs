@@ -458,6 +458,11 @@ impl<'a> Rewriter<'a> {
         let Expr::Struct(structure) = expr else {
             return;
         };
+        let field_active: Vec<bool> = structure
+            .fields
+            .iter()
+            .map(|field| self.activity.expr(&field.expr).is_active())
+            .collect();
         for field in &mut structure.fields {
             self.expr(&mut field.expr, None);
         }
@@ -472,11 +477,17 @@ impl<'a> Rewriter<'a> {
             return;
         }
         structure.path = self.twin_path(&structure.path).0;
-        for field in &mut structure.fields {
+        for (field, active) in structure.fields.iter_mut().zip(field_active) {
             field.colon_token.get_or_insert_with(Default::default);
             let value = take(&mut field.expr);
-            field.expr =
-                self.gen_expr(quote_spanned!(value.span()=> ::deltad::__private::arg(#value)));
+            // A differentiated value is already of the twin's field type (a
+            // `collect()` then takes its type from the field); a constant
+            // is converted to it.
+            field.expr = if active {
+                value
+            } else {
+                self.gen_expr(quote_spanned!(value.span()=> ::deltad::__private::arg(#value)))
+            };
         }
         if rest_inactive {
             if let Some(rest) = &mut structure.rest {
@@ -836,6 +847,26 @@ impl<'a> Rewriter<'a> {
                 let elem_want = want.map(Shape::elem);
                 self.expr(elem, elem_want.as_ref());
                 self.expr(len, None);
+            }
+            MacroArgs::Exprs(items) if call.kind == MacroKind::Condition => {
+                // The machine values of the differentiated reals.
+                for item in items.iter_mut() {
+                    let shape = self.activity.expr(item);
+                    self.expr(item, None);
+                    match shape {
+                        Shape::Real => {
+                            let value = take(item);
+                            *item = self.gen_expr(
+                                quote_spanned!(value.span()=> ::deltad::__private::primal(#value)),
+                            );
+                        }
+                        shape if shape.is_active() => self.errors.at(
+                            &*item,
+                            "deltad runs a macro used as a condition on the machine values of its arguments, which it takes for reals only: pass the reals this macro compares (or compute the condition in a `let` first)",
+                        ),
+                        _ => {}
+                    }
+                }
             }
             MacroArgs::Exprs(items) => {
                 for item in items.iter_mut() {
