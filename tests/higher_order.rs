@@ -176,3 +176,64 @@ fn impl_fn_parameter_called_with_a_closure() {
     );
     assert_eq!(apply_twice(x, |v| v + 1.0), x + 2.0);
 }
+
+/// Closure parameters annotated with the types the plain code has
+/// (`|u: &f64|`, `|k: &Vec<f64>|`) over differentiated values.
+#[differentiate]
+fn typed_closure_parameters(x: &[f64], rows: &[Vec<f64>]) -> f64 {
+    let a: f64 = x.iter().map(|u: &f64| u.tanh()).sum();
+    let b: f64 = rows.iter().map(|k: &Vec<f64>| k[0] * k[1]).sum();
+    let c = x.iter().fold(0.0, |acc: f64, v: &f64| acc + v * v);
+    a + b * c
+}
+
+#[test]
+fn closures_with_typed_parameters() {
+    let x = [0.5, -0.2];
+    let rows = vec![vec![1.5, 2.0], vec![-0.5, 0.25]];
+    let g = typed_closure_parameters::grad(&x, &rows);
+    let mut point = x.to_vec();
+    point.extend(rows.iter().flatten());
+    let mut got = g.x.clone();
+    got.extend(g.rows.iter().flatten());
+    let reference = finite_difference(
+        |p| typed_closure_parameters(&p[..2], &[p[2..4].to_vec(), p[4..6].to_vec()]),
+        &point,
+    );
+    assert_close(&got, &reference, "typed closure parameters");
+}
+
+macro_rules! named_typed_closures {
+    ($name:ident, $engine:meta) => {
+        /// Named closures with typed parameters given to `map`, `fold` and
+        /// `filter`.
+        #[$engine]
+        fn $name(v: &[f64], t: f64) -> f64 {
+            let act = |u: &f64| (u * t).tanh();
+            let add = |a: f64, b: &f64| a + b * b;
+            let positive = |w: &&f64| **w > 0.0;
+            let activated: f64 = v.iter().map(act).sum();
+            let squares = v.iter().fold(0.0, add);
+            let kept: f64 = v.iter().filter(positive).map(|w| w * t).sum();
+            activated + squares * kept
+        }
+    };
+}
+named_typed_closures!(named_typed_closures_default, differentiate);
+named_typed_closures!(named_typed_closures_tape, differentiate(tape));
+
+#[test]
+fn named_closures_with_typed_parameters_given_to_adaptors() {
+    let (v, t) = ([0.5, -0.2, 1.25], 0.8);
+    let (g, tape) = (
+        named_typed_closures_default::grad(&v, t),
+        named_typed_closures_tape::grad(&v, t),
+    );
+    for (mut got, gt, what) in [(g.v, g.t, "default"), (tape.v, tape.t, "tape")] {
+        let mut point = v.to_vec();
+        point.push(t);
+        got.push(gt);
+        let reference = finite_difference(|p| named_typed_closures_default(&p[..3], p[3]), &point);
+        assert_close(&got, &reference, what);
+    }
+}

@@ -126,3 +126,61 @@ fn nested_vjp_seeds_constant_and_differentiated() {
         g.x
     );
 }
+
+// ----- the tangent of a nested `jvp` ----------------------------------------
+
+#[differentiate]
+fn chain_energy(x: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..x.len() - 1 {
+        e += x[i].sin() * x[i + 1] + 0.5 * x[i] * x[i];
+    }
+    e
+}
+
+/// ∇f(x)·x by forward mode, with the tangent `x` itself (a differentiated
+/// tangent): its gradient is H x + ∇f.
+#[differentiate]
+fn along_itself(x: &[f64]) -> f64 {
+    chain_energy::jvp(x, &chain_energy::Grad { x: x.to_vec() }).1
+}
+
+/// ∇f(x)·v with a tangent mixing constants and a differentiated value.
+#[differentiate]
+fn along_mixed(x: &[f64], s: f64) -> f64 {
+    let mut v = vec![1.0; x.len()];
+    v[0] = s * x[0];
+    chain_energy::jvp(x, &chain_energy::Grad { x: v }).1
+}
+
+#[test]
+fn nested_jvp_tangents_constant_and_differentiated() {
+    let x = [0.3, -1.2, 0.8, 2.0];
+    let g = chain_energy::grad(&x);
+    let hx = chain_energy::hvp(&x, &chain_energy::Grad { x: x.to_vec() });
+    let got = along_itself::grad(&x);
+    let expected: Vec<f64> = (0..4).map(|i| hx.x[i] + g.x[i]).collect();
+    for i in 0..4 {
+        assert!(
+            (got.x[i] - expected[i]).abs() < 1e-13,
+            "{:?} vs {expected:?}",
+            got.x
+        );
+    }
+    // d/ds: ∂f/∂x0 · x0; d/dx: H v + ∇f0 · s e0 (v depends on x0).
+    let s = 0.7;
+    let mut v = vec![1.0; 4];
+    v[0] = s * x[0];
+    let hv = chain_energy::hvp(&x, &chain_energy::Grad { x: v });
+    let got = along_mixed::grad(&x, s);
+    assert!((got.s - g.x[0] * x[0]).abs() < 1e-14);
+    let mut expected = hv.x.clone();
+    expected[0] += g.x[0] * s;
+    for i in 0..4 {
+        assert!(
+            (got.x[i] - expected[i]).abs() < 1e-13,
+            "{:?} vs {expected:?}",
+            got.x
+        );
+    }
+}

@@ -79,3 +79,64 @@ pub fn split_duals<P: Primitive>(adjoints: &[Dual<P>]) -> (Vec<P>, Vec<P>) {
 pub fn dual_constant<'t, S: Scalar>(value: S, tangent: S::Prim) -> Real<'t, Dual<S>> {
     Real::constant(Dual::new(value, S::from_prim(tangent)))
 }
+
+/// The tangents of a nested `jvp` taken inside differentiated code, one per
+/// input real, in input leaf order: constants (machine floats) or values
+/// of the enclosing derivative (a tangent computed from its inputs).
+pub struct Tangents<E> {
+    flat: Vec<E>,
+    next: usize,
+}
+
+impl<E: Copy> Tangents<E> {
+    /// Tangents from a flat list.
+    pub fn from_flat(flat: Vec<E>) -> Self {
+        Tangents { flat, next: 0 }
+    }
+
+    /// The tangent of the next input real.
+    #[inline]
+    pub fn next_tangent(&mut self) -> E {
+        let index = self.next;
+        self.next += 1;
+        *self.flat.get(index).unwrap_or_else(|| {
+            panic!(
+                "deltad: the tangent has fewer reals ({}) than the differentiated inputs",
+                self.flat.len()
+            )
+        })
+    }
+}
+
+/// A tangent given at level `S`: a machine float (a constant) or a value of
+/// level `S` itself.
+pub trait Tangent<S> {
+    /// The tangent at level `S`.
+    fn at_level(self) -> S;
+}
+
+impl<'t, S: Scalar> Tangent<Real<'t, S>> for Real<'t, S> {
+    #[inline(always)]
+    fn at_level(self) -> Real<'t, S> {
+        self
+    }
+}
+
+macro_rules! constant_tangents {
+    ($($p:ident)*) => {$(
+        impl<S: Scalar<Prim = $p>> Tangent<S> for $p {
+            #[inline(always)]
+            fn at_level(self) -> S {
+                S::from_prim(self)
+            }
+        }
+    )*};
+}
+constant_tangents!(f64 f32);
+
+/// A constant dual value of a nested scalar whose tangent is given at level
+/// `S` (or as a machine float).
+#[inline]
+pub fn dual_with_tangent<'t, S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Real<'t, Dual<S>> {
+    Real::constant(Dual::new(value, tangent.at_level()))
+}

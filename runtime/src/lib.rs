@@ -132,7 +132,10 @@ pub mod __private {
     pub use crate::custom::{compiled_output, custom_output, input_leaves};
     pub use crate::differentiable::{into_dual, Differentiable, DualOf, GradElement, IntoDual};
     pub use crate::dual::Dual;
-    pub use crate::forward::{dual_constant, forward_tangent, forward_value, split_duals, Seeds};
+    pub use crate::forward::{
+        dual_constant, dual_with_tangent, forward_tangent, forward_value, split_duals, Seeds,
+        Tangent, Tangents,
+    };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
     pub use crate::math::{constant_rules, multi_rules, unary_rules, IntoReal};

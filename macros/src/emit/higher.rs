@@ -33,9 +33,25 @@ impl Generator<'_> {
         }
     }
 
+    /// True if `Grad`'s element type is its every real's type (no field of
+    /// a structured parameter's own type), so a `Grad` of another element
+    /// type (dual values of an enclosing derivative) can be flattened.
+    pub(super) fn grad_is_generic(&self) -> bool {
+        !self.signature.params.iter().any(|p| {
+            matches!(
+                p.kind,
+                ParamKind::Structured { .. } | ParamKind::InOut { .. }
+            )
+        })
+    }
+
     /// `__deltad_flatten(grad, out)`: a `Grad`'s reals in input leaf order
-    /// (tangents given as a `Grad`, custom derivative rows).
+    /// (tangents given as a `Grad`, custom derivative rows); of any element
+    /// type where `grad_is_generic`.
     fn flatten_grad(&self) -> TokenStream {
+        if self.grad_is_generic() {
+            return self.flatten_any_grad();
+        }
         let prim = &self.prim;
         let grad_type = self.grad_type();
         let generics = self.fn_generics();
@@ -59,6 +75,37 @@ impl Generator<'_> {
             #[doc(hidden)]
             #[inline]
             pub fn #flatten #generics (grad: &#grad_type, out: &mut ::std::vec::Vec<#prim>) #where_clause {
+                #(#pushes)*
+            }
+        }
+    }
+
+    /// `__deltad_flatten` for a `Grad` of any element type `E`.
+    fn flatten_any_grad(&self) -> TokenStream {
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let consts = self.const_names();
+        let element = Ident::new("__DeltadE", Span::call_site());
+        let params = &self.signature.generics;
+        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let pushes = self.signature.params.iter().filter_map(|param| {
+            let name = &param.name;
+            Some(match &param.kind {
+                ParamKind::Real => quote!(out.push(grad.#name);),
+                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => {
+                    return None
+                }
+                _ => quote!(out.extend_from_slice(&grad.#name[..]);),
+            })
+        });
+        let where_clause = &self.signature.where_clause;
+        let prim = &self.prim;
+        quote! {
+            #[doc(hidden)]
+            #[inline]
+            pub fn #flatten<#(#params,)* #element: ::core::marker::Copy + ::deltad::__private::GradElement<Prim = #prim>>(
+                grad: &#grad<#(#consts,)* #element>,
+                out: &mut ::std::vec::Vec<#element>,
+            ) #where_clause {
                 #(#pushes)*
             }
         }

@@ -82,9 +82,13 @@ impl Generator<'_> {
                 let out = dual_of(&output_type);
                 quote!((#out, #grad_type))
             }),
+            // The tangent: constant (a `Grad` of machine floats) or, where
+            // `Grad` is generic, computed from differentiated values.
             Nested::Jvp => (
                 items::NESTED_JVP_FN,
-                {
+                if self.grad_is_generic() {
+                    quote!(, #seed: &#grad<#(#consts,)* __DeltadTan>)
+                } else {
                     let tangent_type = self.grad_type();
                     quote!(, #seed: &#tangent_type)
                 },
@@ -96,9 +100,15 @@ impl Generator<'_> {
             ),
         };
         let name = Ident::new(name, Span::call_site());
-        let seed_generic = (kind == Nested::Vjp).then(|| {
-            quote!(, __DeltadSeed: ::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #results_type>)
-        });
+        let seed_generic = match kind {
+            Nested::Vjp => Some(
+                quote!(, __DeltadSeed: ::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #results_type>),
+            ),
+            Nested::Jvp if self.grad_is_generic() => Some(
+                quote!(, __DeltadTan: ::core::marker::Copy + ::deltad::__private::GradElement<Prim = #prim> + ::deltad::__private::Tangent<#outer>),
+            ),
+            _ => None,
+        };
         let body = if stub {
             quote!(::core::unreachable!())
         } else {
@@ -136,7 +146,7 @@ impl Generator<'_> {
         let inner_real = quote!(::deltad::__private::Real<'_, #inner_scalar>);
         let leaf = |x: TokenStream| {
             if forward {
-                quote!(::deltad::__private::dual_constant(#x, #seeds.next_tangent()))
+                quote!(::deltad::__private::dual_with_tangent(#x, #seeds.next_tangent()))
             } else {
                 quote!(::deltad::__private::input(&#inner, #x))
             }
@@ -339,7 +349,7 @@ impl Generator<'_> {
             quote! {
                 let mut __deltad_flat = ::std::vec::Vec::new();
                 #flatten(#seed, &mut __deltad_flat);
-                let mut #seeds = ::deltad::__private::Seeds::<#prim>::from_flat(__deltad_flat);
+                let mut #seeds = ::deltad::__private::Tangents::from_flat(__deltad_flat);
             }
         });
         quote! {

@@ -263,6 +263,12 @@ impl Analyzer<'_> {
         mut alias: Option<ItemAlias>,
     ) -> Shape {
         let Expr::Closure(closure) = expr else {
+            // A closure variable given by name (`.map(act)`): called with
+            // those arguments.
+            if let (Some(key), Some(args)) = (self.named_closure(expr), args) {
+                self.expr(expr);
+                return self.call_closure(key, args).1;
+            }
             return self.expr(expr);
         };
         let key = expr as *const Expr as usize;
@@ -309,6 +315,19 @@ impl Analyzer<'_> {
     }
 
     /// Widens the parameters of the closure at `key` with a call's arguments.
+    /// The closure a path names, if it is a closure variable of the body.
+    fn named_closure(&self, expr: &Expr) -> Option<usize> {
+        let Expr::Path(path) = expr else {
+            return None;
+        };
+        let ident = path.path.get_ident()?;
+        let binding = self.lookup(&ident.to_string())?;
+        match self.bindings[binding].callee {
+            Some(Callee::Closure(key)) => Some(key),
+            _ => None,
+        }
+    }
+
     fn call_closure(&mut self, key: usize, args: &[Shape]) -> (Vec<Shape>, Shape) {
         let Some(mut shapes) = self.closures.get(&key).cloned() else {
             return (Vec::new(), Shape::Opaque);
@@ -1094,7 +1113,11 @@ impl Analyzer<'_> {
     fn adaptor(&mut self, call: &syn::ExprMethodCall, receiver: &Shape) -> Option<Shape> {
         let name = call.method.to_string();
         let elem = receiver.elem();
-        let closure_at = |index: usize| matches!(call.args.get(index), Some(Expr::Closure(_)));
+        let closure_at = |index: usize| match call.args.get(index) {
+            Some(Expr::Closure(_)) => true,
+            Some(other) => self.named_closure(other).is_some(),
+            None => false,
+        };
         let args: Vec<&Expr> = call.args.iter().collect();
         Some(match (name.as_str(), args.as_slice()) {
             ("map", [f]) if closure_at(0) => Shape::elems(self.closure(f, Some(&[elem]))),
@@ -1153,9 +1176,10 @@ impl Analyzer<'_> {
             }
             ("fold", [init, f]) if closure_at(1) => {
                 let init = self.expr(init);
+                let key = self.named_closure(f).unwrap_or(*f as *const Expr as usize);
                 let previous = self
                     .closures
-                    .get(&(*f as *const Expr as usize))
+                    .get(&key)
                     .map_or(Shape::Never, |c| c.ret.clone());
                 let accumulator = init.join(&previous);
                 let ret = self.closure(f, Some(&[accumulator, elem]));

@@ -476,6 +476,19 @@ impl<'a> Rewriter<'a> {
         if !active || structure.qself.is_some() || !is_user_type_path(&structure.path) {
             return;
         }
+        // `f::Grad { .. }` (a tangent for a nested `jvp`): a `Grad` of dual
+        // values, its constant fields lifted.
+        if is_generated_grad_path(&structure.path) {
+            for (field, active) in structure.fields.iter_mut().zip(field_active) {
+                if !active {
+                    field.colon_token.get_or_insert_with(Default::default);
+                    let value = take(&mut field.expr);
+                    field.expr = self
+                        .gen_expr(quote_spanned!(value.span()=> ::deltad::__private::arg(#value)));
+                }
+            }
+            return;
+        }
         structure.path = self.twin_path(&structure.path).0;
         for (field, active) in structure.fields.iter_mut().zip(field_active) {
             field.colon_token.get_or_insert_with(Default::default);
@@ -676,7 +689,7 @@ impl<'a> Rewriter<'a> {
                         .map(|(i, (arg, shape))| {
                             // A `vjp`'s seed goes to a generic parameter that takes
                             // it constant or differentiated, by value or by reference.
-                            if name == "vjp" && i == last {
+                            if (name == "vjp" || name == "jvp") && i == last {
                                 quote_spanned!(arg.span()=> #arg)
                             } else {
                                 callee_arg(arg, shape)
@@ -1013,6 +1026,22 @@ pub(crate) fn is_user_type_path(path: &syn::Path) -> bool {
         parent.as_deref(),
         Some("Option" | "Result" | "Ordering" | "Self")
     )
+}
+
+/// True for `f::Grad`: the `Grad` of a `#[differentiate]` function `f`
+/// (a lower-case module, then `Grad`).
+fn is_generated_grad_path(path: &syn::Path) -> bool {
+    let segments: Vec<&syn::PathSegment> = path.segments.iter().collect();
+    match segments.as_slice() {
+        [.., module, last] => {
+            last.ident == "Grad"
+                && module
+                    .ident
+                    .to_string()
+                    .starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        }
+        _ => false,
+    }
 }
 
 /// Moves `expr` out, leaving a placeholder to be overwritten.
