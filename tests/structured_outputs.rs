@@ -225,3 +225,67 @@ fn output_parameters_written_by_callees() {
     let reference = finite_difference(|p| normalized(p), &v);
     assert_close(&g.v, &reference, "through an output parameter");
 }
+
+// ----- `Result` results and `?` ----------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DomainError {
+    Negative(usize),
+    TooLarge,
+}
+
+/// x^1.5, or an error below 0 (as statrs' checked functions do).
+#[differentiate]
+fn checked_power(x: f64, #[no_grad] index: usize) -> Result<f64, DomainError> {
+    if x < 0.0 {
+        return Err(DomainError::Negative(index));
+    }
+    Ok(x.sqrt() * x)
+}
+
+/// Σ y_i · x_i^1.5 through `?`, and an error of its own.
+#[differentiate]
+fn weighted_powers(x: &[f64], y: f64) -> Result<f64, DomainError> {
+    let mut total = 0.0;
+    for i in 0..x.len() {
+        total += checked_power(x[i], i)? * y;
+    }
+    if total > 1e6 {
+        Err(DomainError::TooLarge)
+    } else {
+        Ok(total)
+    }
+}
+
+#[test]
+fn result_outputs_and_the_question_mark() {
+    let (x, y) = ([4.0, 0.25, 1.0], 2.0);
+    let g = weighted_powers::grad(&x, y).expect("no error at this point");
+    let expected: Vec<f64> = x.iter().map(|v| 1.5 * v.sqrt() * y).collect();
+    assert_close_tol(&g.x, &expected, 1e-15, "Result grad x");
+    let sum: f64 = x.iter().map(|v| v.sqrt() * v).sum();
+    assert_eq!(g.y, sum);
+    let (value, _) = weighted_powers::value_and_grad(&x, y).unwrap();
+    assert_eq!(Ok(value), weighted_powers(&x, y));
+    assert_eq!(
+        weighted_powers::grad(&[1.0, -2.0], y),
+        Err(DomainError::Negative(1))
+    );
+    assert_eq!(weighted_powers::grad(&[1e5], y), Err(DomainError::TooLarge));
+    // vjp and jacobian return the `Result`; an error has no rows.
+    let (value, rows) = weighted_powers::jacobian(&x, y);
+    assert_eq!(value, Ok(2.0 * sum));
+    assert_eq!(rows[0].x, g.x);
+    let (value, rows) = weighted_powers::jacobian(&[-1.0], y);
+    assert_eq!((value, rows.len()), (Err(DomainError::Negative(0)), 0));
+    let (value, tangent) = weighted_powers::jvp(
+        &x,
+        y,
+        &weighted_powers::Grad {
+            x: vec![1.0, 0.0, 0.0],
+            y: 0.0,
+        },
+    );
+    assert_eq!(value, Ok(2.0 * sum));
+    assert_eq!(tangent, Ok(g.x[0]));
+}

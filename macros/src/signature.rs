@@ -195,6 +195,32 @@ impl Signature {
         }
     }
 
+    /// For a result `Result<f64, E>` (of the function's precision): `E`.
+    /// `grad` and `value_and_grad` then return `Result`s.
+    pub(crate) fn fallible_real(&self) -> Option<&Type> {
+        let Output::Structured(ty) = &self.output else {
+            return None;
+        };
+        let Type::Path(path) = &**ty else {
+            return None;
+        };
+        let last = path.path.segments.last()?;
+        if last.ident != "Result" || path.qself.is_some() {
+            return None;
+        }
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            return None;
+        };
+        match args.args.iter().collect::<Vec<_>>().as_slice() {
+            [syn::GenericArgument::Type(ok), syn::GenericArgument::Type(error)]
+                if float_name(ok).as_deref() == Some(self.precision.name()) =>
+            {
+                Some(error)
+            }
+            _ => None,
+        }
+    }
+
     /// True if a parameter is a function: then only the recording pass is
     /// generated (see `functions.rs`).
     pub(crate) fn takes_functions(&self) -> bool {

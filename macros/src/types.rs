@@ -39,7 +39,8 @@ const STD_CONTAINERS: &[&str] = &[
 
 /// Containers a differentiable type can be built from (besides tuples,
 /// arrays and slices).
-const DIFFERENTIABLE_CONTAINERS: &[&str] = &["Vec", "Option"];
+/// (`Result<T, E>`: the reals of `T`; the error is plain data.)
+const DIFFERENTIABLE_CONTAINERS: &[&str] = &["Vec", "Option", "Result"];
 
 /// True if the type is plain data: no reals, no user types.
 pub(crate) fn is_discrete(ty: &Type) -> bool {
@@ -96,7 +97,9 @@ pub(crate) fn shape_of(ty: &Type) -> Shape {
                 &last.arguments,
                 DIFFERENTIABLE_CONTAINERS.contains(&name.as_str()),
             ) {
-                (PathArguments::AngleBracketed(args), true) if args.args.len() == 1 => {
+                (PathArguments::AngleBracketed(args), true)
+                    if args.args.len() == 1 || (name == "Result" && args.args.len() == 2) =>
+                {
                     match &args.args[0] {
                         GenericArgument::Type(elem) => Shape::elems(shape_of(elem)),
                         _ => Shape::Opaque,
@@ -194,7 +197,7 @@ pub(crate) fn check_differentiable(ty: &Type) -> Result<(), String> {
                 && !DIFFERENTIABLE_CONTAINERS.contains(&name.as_str())
             {
                 return Err(format!(
-                    "deltad cannot differentiate through a `{name}` (in `{}`): differentiated values are reals, tuples, arrays, slices, `Vec`s, `Option`s and types deriving `Differentiable`; mark the parameter #[no_grad] if it only holds constant data",
+                    "deltad cannot differentiate through a `{name}` (in `{}`): differentiated values are reals, tuples, arrays, slices, `Vec`s, `Option`s, `Result`s and types deriving `Differentiable`; mark the parameter #[no_grad] if it only holds constant data",
                     written()
                 ));
             }

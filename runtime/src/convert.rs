@@ -167,6 +167,13 @@ impl<'t, S, T: Lift<'t, S>> Lift<'t, S> for Option<T> {
     }
 }
 
+impl<'t, S, T: Lift<'t, S>, E> Lift<'t, S> for Result<T, E> {
+    type Output = Result<T::Output, E>;
+    fn lift(self) -> Self::Output {
+        self.map(Lift::lift)
+    }
+}
+
 macro_rules! lift_tuple {
     ($(($($t:ident $v:ident),+))*) => {$(
         impl<'t, S, $($t: Lift<'t, S>),+> Lift<'t, S> for ($($t,)+) {

@@ -21,7 +21,7 @@ use crate::wrapper::GradReader;
 /// A type whose real leaves (of machine float `P`) can be differentiated.
 ///
 /// Implemented for `f64`/`f32`, discrete data (integers, `bool`, `char`,
-/// `String`, `()`), `Vec`s, arrays, `Option`s and tuples (up to 8) of
+/// `String`, `()`), `Vec`s, arrays, `Option`s, `Result`s (the `Ok` value's reals) and tuples (up to 8) of
 /// differentiable types, and user types through
 /// `#[derive(Differentiable)]`.
 ///
@@ -492,6 +492,82 @@ impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Option<E> {
     }
 }
 
+/// `Result<T, E>`: the `Ok` value's reals; the error is plain data (cloned
+/// where a twin is made from a reference).
+impl<P: Primitive, T: Differentiable<P>, E: Clone> Differentiable<P> for Result<T, E> {
+    type Twin<X> = Result<T::Twin<X>, E>;
+
+    fn input<'t, S: Scalar<Prim = P>>(&self, tape: &'t Tape<S>) -> Self::Twin<Real<'t, S>> {
+        self.as_ref().map(|t| t.input(tape)).map_err(E::clone)
+    }
+    fn build<X>(&self, leaf: &mut impl FnMut(P) -> X) -> Self::Twin<X> {
+        self.as_ref().map(|t| t.build(leaf)).map_err(E::clone)
+    }
+    fn map_twin<In, Out>(
+        twin: &Self::Twin<In>,
+        leaf: &mut impl FnMut(&In) -> Out,
+    ) -> Self::Twin<Out> {
+        twin.as_ref()
+            .map(|t| T::map_twin(t, leaf))
+            .map_err(E::clone)
+    }
+    fn primal<S: Scalar<Prim = P>>(dual: &Self::Twin<Real<'_, S>>) -> Self::Twin<P> {
+        dual.as_ref().map(T::primal).map_err(E::clone)
+    }
+    fn flatten_twin<X: Copy>(twin: &Self::Twin<X>, out: &mut Vec<X>) {
+        if let Ok(t) = twin {
+            T::flatten_twin(t, out);
+        }
+    }
+    fn constant<'t, S: Scalar<Prim = P> + 't>(&self) -> Self::Twin<Real<'t, S>> {
+        self.as_ref().map(|t| t.constant()).map_err(E::clone)
+    }
+    fn value<S: Scalar<Prim = P>>(dual: &Self::Twin<Real<'_, S>>) -> Self::Twin<S> {
+        dual.as_ref().map(T::value).map_err(E::clone)
+    }
+    fn adjoint<S: Scalar<Prim = P>>(
+        dual: &Self::Twin<Real<'_, S>>,
+        adjoints: &[S],
+    ) -> Self::Twin<S> {
+        dual.as_ref()
+            .map(|t| T::adjoint(t, adjoints))
+            .map_err(E::clone)
+    }
+    fn seed<S: Scalar<Prim = P>>(
+        dual: &Self::Twin<Real<'_, S>>,
+        seed: &Self::Twin<S>,
+        adjoints: &mut [S],
+    ) {
+        if let (Ok(d), Ok(s)) = (dual, seed) {
+            T::seed(d, s, adjoints);
+        }
+    }
+    fn leaves<S: Scalar<Prim = P>>(dual: &Self::Twin<Real<'_, S>>, out: &mut Vec<Option<DeltaId>>) {
+        if let Ok(d) = dual {
+            T::leaves(d, out);
+        }
+    }
+    fn filled<S: Scalar<Prim = P>>(dual: &Self::Twin<Real<'_, S>>, fill: S) -> Self::Twin<S> {
+        dual.as_ref().map(|d| T::filled(d, fill)).map_err(E::clone)
+    }
+    fn set_leaf<S: Scalar<Prim = P>>(
+        twin: &mut Self::Twin<S>,
+        index: &mut usize,
+        value: S,
+    ) -> bool {
+        twin.as_mut().is_ok_and(|t| T::set_leaf(t, index, value))
+    }
+    fn gather<S: Scalar<Prim = P>>(&self, reader: &mut GradReader<'_, S>) -> Self::Twin<S> {
+        self.as_ref().map(|t| t.gather(reader)).map_err(E::clone)
+    }
+    fn from_twin(twin: Self::Twin<P>) -> Self {
+        twin.map(T::from_twin)
+    }
+    fn to_twin(&self) -> Self::Twin<P> {
+        self.as_ref().map(T::to_twin).map_err(E::clone)
+    }
+}
+
 macro_rules! tuple {
     ($(($($t:ident $i:tt),+))*) => {$(
         impl<P: Primitive, $($t: Differentiable<P>),+> Differentiable<P> for ($($t,)+) {
@@ -696,6 +772,14 @@ impl<'t, S, P: Primitive, E: Differentiable<P>, D: IntoDual<'t, S, P, E>>
     IntoDual<'t, S, P, Option<E>> for Option<D>
 {
     fn into_dual(self) -> Option<E::Twin<Real<'t, S>>> {
+        self.map(IntoDual::into_dual)
+    }
+}
+
+impl<'t, S, P: Primitive, T: Differentiable<P>, D: IntoDual<'t, S, P, T>, E: Clone>
+    IntoDual<'t, S, P, Result<T, E>> for Result<D, E>
+{
+    fn into_dual(self) -> Result<T::Twin<Real<'t, S>>, E> {
         self.map(IntoDual::into_dual)
     }
 }

@@ -228,6 +228,14 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
             pub use self::#impl_module::#grad_into_fn as grad_into;
         }
     });
+    let fallible_exports = signature.fallible_real().map(|_| {
+        quote! {
+            #[doc(inline)]
+            pub use self::#impl_module::#grad_fn as grad;
+            #[doc(inline)]
+            pub use self::#impl_module::#value_and_grad_fn as value_and_grad;
+        }
+    });
     let second_order_exports = (matches!(signature.output, Output::Real)
         && !has_in_out
         && has_check(signature))
@@ -289,6 +297,7 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         #[doc(inline)]
         pub use self::#impl_module::#grad as Grad;
         #scalar_exports
+        #fallible_exports
         #[doc(inline)]
         pub use self::#impl_module::#vjp_fn as vjp;
         #[doc(inline)]

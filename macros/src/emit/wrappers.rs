@@ -98,6 +98,31 @@ impl Generator<'_> {
             }
         });
 
+        // A `Result<f64, E>` result: `grad` and `value_and_grad` of the `Ok`
+        // value, or the error.
+        let fallible_wrappers = self.signature.fallible_real().map(|error| {
+            let grad_doc = format!(
+                "The gradient of `{fn_name}`'s `Ok` value at the given arguments, with                  respect to its differentiated parameters, or the error `{fn_name}` returns.                 \n\nTakes exactly the arguments of `{fn_name}`. One recording pass and one                  reverse sweep."
+            );
+            let value_and_grad_doc = format!(
+                "The `Ok` value of `{fn_name}` and its gradient, from one evaluation, or the                  error `{fn_name}` returns."
+            );
+            quote! {
+                #[doc = #grad_doc]
+                #[inline]
+                pub fn #grad_fn #generics (#(#params),*) -> ::core::result::Result<#grad_type, #error> #where_clause {
+                    #value_and_grad_fn(#(#arg_names),*).map(|(_, grad)| grad)
+                }
+
+                #[doc = #value_and_grad_doc]
+                #[inline]
+                pub fn #value_and_grad_fn #generics (#(#params),*) -> ::core::result::Result<(#prim, #grad_type), #error> #where_clause {
+                    let (value, grad) = #vjp_fn(#(#arg_names,)* &::core::result::Result::Ok(<#prim as ::deltad::__private::Primitive>::ONE));
+                    value.map(|value| (value, grad))
+                }
+            }
+        });
+
         let seed = Ident::new("seed", Span::mixed_site());
         let results_type = self.results_type();
         let seed_type = if self.seed_by_value() {
@@ -166,6 +191,7 @@ impl Generator<'_> {
             }
 
             #scalar_wrappers
+            #fallible_wrappers
 
             #[doc = #vjp_doc]
             #[inline]

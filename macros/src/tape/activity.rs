@@ -982,6 +982,16 @@ impl Analyzer<'_> {
             }
             syntax::CallKind::EmptyContainer => Shape::elems(Shape::Any),
             syntax::CallKind::Default => Shape::Any,
+            // `Err(e)`: the `Ok` type adapts to its use, like `None`'s.
+            syntax::CallKind::Constructor
+                if function
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "Err") =>
+            {
+                Shape::Any
+            }
             syntax::CallKind::Constructor => match args.as_slice() {
                 [single] if !crate::tape::rewrite::is_user_type_path(&function.path) => {
                     single.clone()

@@ -46,7 +46,7 @@ pub struct PlainParam;
     label = "this argument depends on a differentiated input, but the parameter is `#[no_grad]` or of another kind",
     note = "remove `#[no_grad]` from the callee's parameter, or pass a constant"
 )]
-pub trait PassActive<S, T> {
+pub trait PassActive<T> {
     /// What the callee's compiled pass takes.
     type Out;
     /// The argument as the callee takes it.
@@ -66,7 +66,7 @@ pub trait PassConstant<S, T> {
     fn pass(value: T) -> Self::Out;
 }
 
-impl<S: Scalar> PassActive<S, S> for RealParam {
+impl<S: Scalar> PassActive<S> for RealParam {
     type Out = S;
     #[inline(always)]
     fn pass(value: S) -> S {
@@ -82,7 +82,7 @@ impl<S: Scalar> PassConstant<S, S::Prim> for RealParam {
     }
 }
 
-impl<'a, S: Scalar> PassActive<S, &'a [S]> for SliceParam {
+impl<'a, S: Scalar> PassActive<&'a [S]> for SliceParam {
     type Out = &'a [S];
     #[inline(always)]
     fn pass(value: &'a [S]) -> &'a [S] {
@@ -90,7 +90,7 @@ impl<'a, S: Scalar> PassActive<S, &'a [S]> for SliceParam {
     }
 }
 
-impl<'a, S: Scalar> PassActive<S, &'a Vec<S>> for SliceParam {
+impl<'a, S: Scalar> PassActive<&'a Vec<S>> for SliceParam {
     type Out = &'a [S];
     #[inline(always)]
     fn pass(value: &'a Vec<S>) -> &'a [S] {
@@ -98,7 +98,7 @@ impl<'a, S: Scalar> PassActive<S, &'a Vec<S>> for SliceParam {
     }
 }
 
-impl<'a, S: Scalar, const N: usize> PassActive<S, &'a [S; N]> for SliceParam {
+impl<'a, S: Scalar, const N: usize> PassActive<&'a [S; N]> for SliceParam {
     type Out = &'a [S];
     #[inline(always)]
     fn pass(value: &'a [S; N]) -> &'a [S] {
@@ -130,7 +130,7 @@ impl<'a, S: Scalar + 'a, const N: usize> PassConstant<S, &'a [S::Prim; N]> for S
     }
 }
 
-impl<'a, S: Scalar, const N: usize> PassActive<S, &'a [S; N]> for ArrayParam {
+impl<'a, S: Scalar, const N: usize> PassActive<&'a [S; N]> for ArrayParam {
     type Out = &'a [S; N];
     #[inline(always)]
     fn pass(value: &'a [S; N]) -> &'a [S; N] {

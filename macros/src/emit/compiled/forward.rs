@@ -623,14 +623,16 @@ impl Passes<'_> {
                 let marker = format_ident!("__P{}", i, span = span);
                 let path = &call.path;
                 let marker = quote_spanned!(span=> #path::#marker);
+                // (The scalar of an active argument is its own; a constant's
+                // is the pass's.)
                 let conversion = if active {
-                    quote_spanned!(span=> ::deltad::__private::PassActive)
+                    quote_spanned!(span=> ::deltad::__private::PassActive<_>)
                 } else {
-                    quote_spanned!(span=> ::deltad::__private::PassConstant)
+                    quote_spanned!(span=> ::deltad::__private::PassConstant<#s, _>)
                 };
                 // At the argument: a conversion that does not exist is the
                 // user's error there.
-                let passed = quote_spanned!(span=> <#marker as #conversion<#s, _>>::pass(#value));
+                let passed = quote_spanned!(span=> <#marker as #conversion>::pass(#value));
                 if buffer {
                     quote_spanned!(span=> &*#passed)
                 } else {
