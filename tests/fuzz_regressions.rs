@@ -780,3 +780,70 @@ fn invariants_of_unseen_types_in_checkpointed_loops() {
         );
     }
 }
+
+/// Found as program p246 of `--seed 22` (seed 2734516487247777569), on the
+/// compiled path: an early `return` from inside a block that shadows a
+/// variable of an enclosing block (`let v10` inside the `if` hiding the
+/// loop body's `v10`) pushed, for the enclosing block the exit leaves, the
+/// value of the inner variable (a plain `f64`: a compile error, and
+/// otherwise the wrong value). The enclosing variable is now kept under a
+/// name of its own before the inner `let`, as for shadowing in one block.
+#[differentiate]
+fn identity_callee(x0: f64) -> f64 {
+    x0
+}
+
+macro_rules! shadowed_then_returned {
+    ($name:ident, $engine:meta) => {
+        #[$engine]
+        fn $name(x1: f64, x0: f64, x2: f64, #[no_grad] c: f64, s0: &[f64]) -> f64 {
+            let mut n8 = 0;
+            loop {
+                n8 += 1;
+                if n8 > 1 {
+                    break;
+                }
+                let v10 = s0[n8] / x0;
+                if v10 < 0.5 {
+                    let v10 = c.sin();
+                    let mut n11 = 0;
+                    loop {
+                        n11 += 1;
+                        if n11 > 5 {
+                            break;
+                        }
+                        let v13 = identity_callee(v10.atan()) + v10 * x1;
+                        if c >= 0.09 {
+                            return x2 * v13;
+                        }
+                    }
+                }
+            }
+            x0 * x1
+        }
+    };
+}
+shadowed_then_returned!(shadowed_then_returned_compiled, differentiate(compiled));
+shadowed_then_returned!(shadowed_then_returned_tape, differentiate(tape));
+
+#[test]
+fn an_exit_leaves_a_block_whose_variable_an_inner_block_shadows() {
+    let s0 = [0.3, 0.2, 0.9];
+    for (x0, c) in [(1.5, 0.5), (1.5, 0.01), (0.1, 0.5)] {
+        let (x1, x2) = (0.7, -1.3);
+        let (value, g) = shadowed_then_returned_compiled::value_and_grad(x1, x0, x2, c, &s0);
+        let (tape_value, t) = shadowed_then_returned_tape::value_and_grad(x1, x0, x2, c, &s0);
+        assert_eq!(value, tape_value);
+        assert_eq!(value, shadowed_then_returned_compiled(x1, x0, x2, c, &s0));
+        let got = [vec![g.x1, g.x0, g.x2], g.s0.clone()].concat();
+        let expected = [vec![t.x1, t.x0, t.x2], t.s0.clone()].concat();
+        assert_close_tol(&got, &expected, 1e-12, "compiled against the tape");
+        let point = [vec![x1, x0, x2], s0.to_vec()].concat();
+        check_gradient(
+            |p| shadowed_then_returned_compiled(p[0], p[1], p[2], c, &p[3..]),
+            &point,
+            &got,
+            "shadowed then returned",
+        );
+    }
+}

@@ -106,27 +106,68 @@ impl Passes<'_> {
                     stmts.push(quote!(let #keep = #name;));
                 }
             }
+            // The same for a variable of an enclosing block, which an exit
+            // from inside this one pushes.
+            if let StmtKind::Let { var: shadowing, .. } = &stmt.kind {
+                let outer = &frames[..frames.len() - 1];
+                for var in self.enclosing_declared(outer) {
+                    if self.pushed_at_end(var) && self.same_name(var, *shadowing) {
+                        let (name, keep) = (self.name(var), kept_local(var));
+                        stmts.push(quote!(let #keep = #name;));
+                    }
+                }
+            }
             stmts.push(self.fwd_stmt(stmt, frames));
         }
         frames.pop();
-        let epilogue = self.epilogue(block, block.stmts.len());
+        let epilogue = self.epilogue(block, block.stmts.len(), &[]);
         quote!({ #(#items)* #(#stmts)* #epilogue })
+    }
+
+    /// The variables declared at the top level of the blocks of `frames`
+    /// before the statement each is at.
+    fn enclosing_declared(&self, frames: &[Frame]) -> Vec<VarId> {
+        frames
+            .iter()
+            .filter_map(|frame| match *frame {
+                Frame::Block { id, index } => Some((self.block(id), index)),
+                _ => None,
+            })
+            .flat_map(|(block, index)| {
+                block.stmts[..index]
+                    .iter()
+                    .filter_map(|stmt| match stmt.kind {
+                        StmtKind::Let { var, .. } => Some(var),
+                        _ => None,
+                    })
+            })
+            .collect()
+    }
+
+    fn same_name(&self, a: VarId, b: VarId) -> bool {
+        a != b && syn::ext::IdentExt::unraw(self.name(a)) == syn::ext::IdentExt::unraw(self.name(b))
     }
 
     /// What block `block` pushes when left before statement `index`
     /// (`index` = its length: at its normal end): the values of its
     /// variables declared before that the adjoint pops (last declared
     /// first), then where it was left.
-    pub(crate) fn epilogue(&self, block: &Block, index: usize) -> TokenStream {
+    pub(crate) fn epilogue(&self, block: &Block, index: usize, hiding: &[VarId]) -> TokenStream {
         let plan = &self.analysis.plan;
         let mut pushes = Vec::new();
         for stmt in block.stmts[..index].iter().rev() {
             let StmtKind::Let { var, .. } = &stmt.kind else {
                 continue;
             };
-            // Shadowed before `index`: under the name it was kept as.
+            // Shadowed before `index`, or by a variable of a block inside
+            // (`hiding`, left by an exit): under the name it was kept as.
+            let hidden_inside = hiding.iter().any(|&other| self.same_name(*var, other));
             let name = match self.shadowed_at(block, *var) {
                 Some(at) if at < index => {
+                    let keep = kept_local(*var);
+                    quote!(#keep)
+                }
+                _ if hidden_inside => {
                     let keep = kept_local(*var);
                     quote!(#keep)
                 }
@@ -203,7 +244,7 @@ impl Passes<'_> {
         let plan = &self.analysis.plan;
         let mut pushes = Vec::new();
         let outer = self.recording.get();
-        for frame in frames.iter().rev() {
+        for (depth, frame) in frames.iter().enumerate().rev() {
             if let Frame::Loop { id, stmt } = *frame {
                 // A checkpointed loop run again in the adjoint: what
                 // lies outside it was kept by the forward pass.
@@ -222,7 +263,10 @@ impl Passes<'_> {
                 }
             }
             match *frame {
-                Frame::Block { id, index } => pushes.push(self.epilogue(self.block(id), index)),
+                Frame::Block { id, index } => {
+                    let hiding = self.enclosing_declared(&frames[depth + 1..]);
+                    pushes.push(self.epilogue(self.block(id), index, &hiding));
+                }
                 Frame::If { stmt, branch } => {
                     if plan.has_reverse[stmt] && plan.push_decision[stmt] {
                         pushes.push(self.push_bits(quote!(#branch)));
