@@ -308,16 +308,6 @@ fn recording_pass(
     let mut macros = MacroTable::build(&body, errors);
     let signature = signature?;
     let activity = activity::analyze(signature, &body, &macros);
-    // A real-valued function whose body's value is a collection or a tuple
-    // does not type-check: rustc says so at the user's code, and stubs keep
-    // the generated items from saying it again in deltad's types.
-    if matches!(signature.output, Output::Real) {
-        if let Some(syn::Stmt::Expr(tail, None)) = body.stmts.last() {
-            if matches!(activity.expr(tail), Shape::Elems(_) | Shape::Tuple(_)) {
-                return None;
-            }
-        }
-    }
     let names = Names::new(signature.precision);
     let return_shape = match &signature.output {
         Output::Real => Shape::Real,

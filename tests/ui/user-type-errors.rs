@@ -19,9 +19,4 @@ fn closure_annotated_wrongly(v: &[f64]) -> f64 {
     v.iter().map(|u: &f32| *u as f64).sum::<f64>()
 }
 
-#[differentiate]
-fn returns_a_vec_for_a_real(x: f64) -> f64 {
-    vec![x, x]
-}
-
 fn main() {}
