@@ -7,16 +7,19 @@ use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 
 /// The tangent of each input real, in input leaf order: a flat list (the
-/// user's tangent, flattened), or a unit vector (a Hessian row).
-pub struct Seeds<P> {
-    flat: Vec<P>,
-    unit: Option<usize>,
+/// user's tangent, flattened: machine floats, or values of an enclosing
+/// derivative for a `jvp` taken inside differentiated code), or a unit
+/// vector (a Hessian row).
+pub struct Seeds<E> {
+    flat: Vec<E>,
+    /// The unit vector's input, and its one and zero.
+    unit: Option<(usize, E, E)>,
     next: usize,
 }
 
-impl<P: Primitive> Seeds<P> {
+impl<E: Copy> Seeds<E> {
     /// Tangents from a flat list, one per input real.
-    pub fn from_flat(flat: Vec<P>) -> Self {
+    pub fn from_flat(flat: Vec<E>) -> Self {
         Seeds {
             flat,
             unit: None,
@@ -24,26 +27,17 @@ impl<P: Primitive> Seeds<P> {
         }
     }
 
-    /// The unit tangent of input real `index`.
-    pub fn unit(index: usize) -> Self {
-        Seeds {
-            flat: Vec::new(),
-            unit: Some(index),
-            next: 0,
-        }
-    }
-
     /// The tangent of the next input real.
     #[inline]
-    pub fn next_tangent(&mut self) -> P {
+    pub fn next_tangent(&mut self) -> E {
         let index = self.next;
         self.next += 1;
         match self.unit {
-            Some(unit) => {
+            Some((unit, one, zero)) => {
                 if index == unit {
-                    P::ONE
+                    one
                 } else {
-                    P::ZERO
+                    zero
                 }
             }
             None => *self.flat.get(index).unwrap_or_else(|| {
@@ -52,6 +46,17 @@ impl<P: Primitive> Seeds<P> {
                     self.flat.len()
                 )
             }),
+        }
+    }
+}
+
+impl<P: Primitive> Seeds<P> {
+    /// The unit tangent of input real `index`.
+    pub fn unit(index: usize) -> Self {
+        Seeds {
+            flat: Vec::new(),
+            unit: Some((index, P::ONE, P::ZERO)),
+            next: 0,
         }
     }
 }
@@ -71,41 +76,6 @@ pub fn forward_tangent<P: Primitive, R: Differentiable<P>>(
 /// The value and tangent parts of dual adjoints.
 pub fn split_duals<P: Primitive>(adjoints: &[Dual<P>]) -> (Vec<P>, Vec<P>) {
     adjoints.iter().map(|a| (a.value, a.tangent)).unzip()
-}
-
-/// A constant dual value of a nested scalar: `value + tangent·ε` with both
-/// parts at level `S`.
-#[inline]
-pub fn dual_constant<'t, S: Scalar>(value: S, tangent: S::Prim) -> Real<'t, Dual<S>> {
-    Real::constant(Dual::new(value, S::from_prim(tangent)))
-}
-
-/// The tangents of a nested `jvp` taken inside differentiated code, one per
-/// input real, in input leaf order: constants (machine floats) or values
-/// of the enclosing derivative (a tangent computed from its inputs).
-pub struct Tangents<E> {
-    flat: Vec<E>,
-    next: usize,
-}
-
-impl<E: Copy> Tangents<E> {
-    /// Tangents from a flat list.
-    pub fn from_flat(flat: Vec<E>) -> Self {
-        Tangents { flat, next: 0 }
-    }
-
-    /// The tangent of the next input real.
-    #[inline]
-    pub fn next_tangent(&mut self) -> E {
-        let index = self.next;
-        self.next += 1;
-        *self.flat.get(index).unwrap_or_else(|| {
-            panic!(
-                "deltad: the tangent has fewer reals ({}) than the differentiated inputs",
-                self.flat.len()
-            )
-        })
-    }
 }
 
 /// A tangent given at level `S`: a machine float (a constant) or a value of
@@ -134,9 +104,9 @@ macro_rules! constant_tangents {
 }
 constant_tangents!(f64 f32);
 
-/// A constant dual value of a nested scalar whose tangent is given at level
-/// `S` (or as a machine float).
+/// A constant dual value of a nested scalar: `value + tangent·ε`, the
+/// tangent given at level `S` (or as a machine float).
 #[inline]
-pub fn dual_with_tangent<'t, S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Real<'t, Dual<S>> {
+pub fn dual_constant<'t, S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Real<'t, Dual<S>> {
     Real::constant(Dual::new(value, tangent.at_level()))
 }

@@ -133,8 +133,7 @@ pub mod __private {
     pub use crate::differentiable::{into_dual, Differentiable, DualOf, GradElement, IntoDual};
     pub use crate::dual::Dual;
     pub use crate::forward::{
-        dual_constant, dual_with_tangent, forward_tangent, forward_value, split_duals, Seeds,
-        Tangent, Tangents,
+        dual_constant, forward_tangent, forward_value, split_duals, Seeds, Tangent,
     };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};

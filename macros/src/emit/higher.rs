@@ -47,14 +47,9 @@ impl Generator<'_> {
 
     /// `__deltad_flatten(grad, out)`: a `Grad`'s reals in input leaf order
     /// (tangents given as a `Grad`, custom derivative rows); of any element
-    /// type where `grad_is_generic`.
+    /// type `E` where `grad_is_generic`, of machine floats otherwise.
     fn flatten_grad(&self) -> TokenStream {
-        if self.grad_is_generic() {
-            return self.flatten_any_grad();
-        }
         let prim = &self.prim;
-        let grad_type = self.grad_type();
-        let generics = self.fn_generics();
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let pushes = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
@@ -70,39 +65,21 @@ impl Generator<'_> {
                 _ => quote!(out.extend_from_slice(&grad.#name[..]);),
             })
         });
-        let where_clause = &self.signature.where_clause;
-        quote! {
-            #[doc(hidden)]
-            #[inline]
-            pub fn #flatten #generics (grad: &#grad_type, out: &mut ::std::vec::Vec<#prim>) #where_clause {
-                #(#pushes)*
-            }
-        }
-    }
-
-    /// `__deltad_flatten` for a `Grad` of any element type `E`.
-    fn flatten_any_grad(&self) -> TokenStream {
+        let params = &self.signature.generics;
+        let (element, element_param) = if self.grad_is_generic() {
+            let element = Ident::new("__DeltadE", Span::call_site());
+            let param = quote!(#element: ::core::marker::Copy + ::deltad::__private::GradElement<Prim = #prim>);
+            (quote!(#element), Some(param))
+        } else {
+            (quote!(#prim), None)
+        };
         let grad = Ident::new(items::GRAD, Span::call_site());
         let consts = self.const_names();
-        let element = Ident::new("__DeltadE", Span::call_site());
-        let params = &self.signature.generics;
-        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
-        let pushes = self.signature.params.iter().filter_map(|param| {
-            let name = &param.name;
-            Some(match &param.kind {
-                ParamKind::Real => quote!(out.push(grad.#name);),
-                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => {
-                    return None
-                }
-                _ => quote!(out.extend_from_slice(&grad.#name[..]);),
-            })
-        });
         let where_clause = &self.signature.where_clause;
-        let prim = &self.prim;
         quote! {
             #[doc(hidden)]
             #[inline]
-            pub fn #flatten<#(#params,)* #element: ::core::marker::Copy + ::deltad::__private::GradElement<Prim = #prim>>(
+            pub fn #flatten<#(#params,)* #element_param>(
                 grad: &#grad<#(#consts,)* #element>,
                 out: &mut ::std::vec::Vec<#element>,
             ) #where_clause {

@@ -569,8 +569,9 @@ impl<'a> Generator<'a> {
 }
 
 /// True if `check_derivatives` is generated: it calls the function many
-/// times, so every by-value parameter without derivatives must be surely
-/// `Clone`, and there must be no `&mut` results (which calls overwrite).
+/// times, so there must be no `&mut` results (which calls overwrite); its
+/// by-value parameters without derivatives must be `Clone`, which
+/// `clone_where_clause` leaves to rustc.
 fn has_check(signature: &Signature) -> bool {
     signature
         .params

@@ -146,7 +146,7 @@ impl Generator<'_> {
         let inner_real = quote!(::deltad::__private::Real<'_, #inner_scalar>);
         let leaf = |x: TokenStream| {
             if forward {
-                quote!(::deltad::__private::dual_with_tangent(#x, #seeds.next_tangent()))
+                quote!(::deltad::__private::dual_constant(#x, #seeds.next_tangent()))
             } else {
                 quote!(::deltad::__private::input(&#inner, #x))
             }
@@ -349,7 +349,7 @@ impl Generator<'_> {
             quote! {
                 let mut __deltad_flat = ::std::vec::Vec::new();
                 #flatten(#seed, &mut __deltad_flat);
-                let mut #seeds = ::deltad::__private::Tangents::from_flat(__deltad_flat);
+                let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
             }
         });
         quote! {

@@ -102,10 +102,14 @@ impl Generator<'_> {
         // value, or the error.
         let fallible_wrappers = self.signature.fallible_real().map(|error| {
             let grad_doc = format!(
-                "The gradient of `{fn_name}`'s `Ok` value at the given arguments, with                  respect to its differentiated parameters, or the error `{fn_name}` returns.                 \n\nTakes exactly the arguments of `{fn_name}`. One recording pass and one                  reverse sweep."
+                "The gradient of `{fn_name}`'s `Ok` value at the given arguments, with \
+                 respect to its differentiated parameters, or the error `{fn_name}` returns.\
+                 \n\nTakes exactly the arguments of `{fn_name}`. One recording pass and one \
+                 reverse sweep."
             );
             let value_and_grad_doc = format!(
-                "The `Ok` value of `{fn_name}` and its gradient, from one evaluation, or the                  error `{fn_name}` returns."
+                "The `Ok` value of `{fn_name}` and its gradient, from one evaluation, or the \
+                 error `{fn_name}` returns."
             );
             quote! {
                 #[doc = #grad_doc]

@@ -314,7 +314,6 @@ impl Analyzer<'_> {
         }
     }
 
-    /// Widens the parameters of the closure at `key` with a call's arguments.
     /// The closure a path names, if it is a closure variable of the body.
     fn named_closure(&self, expr: &Expr) -> Option<usize> {
         let Expr::Path(path) = expr else {
@@ -328,6 +327,7 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Widens the parameters of the closure at `key` with a call's arguments.
     fn call_closure(&mut self, key: usize, args: &[Shape]) -> (Vec<Shape>, Shape) {
         let Some(mut shapes) = self.closures.get(&key).cloned() else {
             return (Vec::new(), Shape::Opaque);

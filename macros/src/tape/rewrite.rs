@@ -476,20 +476,11 @@ impl<'a> Rewriter<'a> {
         if !active || structure.qself.is_some() || !is_user_type_path(&structure.path) {
             return;
         }
-        // `f::Grad { .. }` (a tangent for a nested `jvp`): a `Grad` of dual
-        // values, its constant fields lifted.
-        if is_generated_grad_path(&structure.path) {
-            for (field, active) in structure.fields.iter_mut().zip(field_active) {
-                if !active {
-                    field.colon_token.get_or_insert_with(Default::default);
-                    let value = take(&mut field.expr);
-                    field.expr = self
-                        .gen_expr(quote_spanned!(value.span()=> ::deltad::__private::arg(#value)));
-                }
-            }
-            return;
+        // `f::Grad { .. }` (a tangent for a nested `jvp`) stays a `Grad`,
+        // of dual values; a user type becomes its twin.
+        if !is_generated_grad_path(&structure.path) {
+            structure.path = self.twin_path(&structure.path).0;
         }
-        structure.path = self.twin_path(&structure.path).0;
         for (field, active) in structure.fields.iter_mut().zip(field_active) {
             field.colon_token.get_or_insert_with(Default::default);
             let value = take(&mut field.expr);
@@ -687,8 +678,8 @@ impl<'a> Rewriter<'a> {
                         .zip(&arg_shapes)
                         .enumerate()
                         .map(|(i, (arg, shape))| {
-                            // A `vjp`'s seed goes to a generic parameter that takes
-                            // it constant or differentiated, by value or by reference.
+                            // A `vjp`'s seed and a `jvp`'s tangent go to generic
+                            // parameters that take them constant or differentiated.
                             if (name == "vjp" || name == "jvp") && i == last {
                                 quote_spanned!(arg.span()=> #arg)
                             } else {
@@ -961,8 +952,6 @@ impl Rewriter<'_> {
     }
 }
 
-/// `Type::function` (a path whose second-to-last segment names a type and
-/// whose last names a function): the type's path and the function.
 /// An argument of a call to another differentiated function's recording
 /// pass: converted by `arg` to the parameter's type (a constant lifted to a
 /// dual value, `&Vec<Real>` to the slice a slice parameter takes), except a
@@ -982,6 +971,8 @@ fn callee_arg(arg: &Expr, shape: &Shape) -> TokenStream {
     }
 }
 
+/// `Type::function` (a path whose second-to-last segment names a type and
+/// whose last names a function): the type's path and the function.
 fn associated_function(path: &syn::Path) -> Option<(syn::Path, &Ident)> {
     let count = path.segments.len();
     if count < 2 {

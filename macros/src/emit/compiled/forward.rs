@@ -161,20 +161,14 @@ impl Passes<'_> {
             };
             // Shadowed before `index`, or by a variable of a block inside
             // (`hiding`, left by an exit): under the name it was kept as.
-            let hidden_inside = hiding.iter().any(|&other| self.same_name(*var, other));
-            let name = match self.shadowed_at(block, *var) {
-                Some(at) if at < index => {
-                    let keep = kept_local(*var);
-                    quote!(#keep)
-                }
-                _ if hidden_inside => {
-                    let keep = kept_local(*var);
-                    quote!(#keep)
-                }
-                _ => {
-                    let name = self.name(*var);
-                    quote!(#name)
-                }
+            let hidden = matches!(self.shadowed_at(block, *var), Some(at) if at < index)
+                || hiding.iter().any(|&other| self.same_name(*var, other));
+            let name = if hidden {
+                let keep = kept_local(*var);
+                quote!(#keep)
+            } else {
+                let name = self.name(*var);
+                quote!(#name)
             };
             if plan.establish[*var] == Establish::Pop {
                 pushes.push(self.push_value(*var, &name));

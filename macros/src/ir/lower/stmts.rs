@@ -176,23 +176,13 @@ impl Lowerer {
             }
             None => self.expr(init, out)?,
         };
-        let var = self.new_var(Var {
-            name: name.clone(),
+        let local = Local {
             mutable,
-            origin: Origin::Local,
             kind,
             array,
             annotation,
-            span,
-        });
-        out.push(self.stmt(
-            span,
-            StmtKind::Let {
-                var,
-                init: Some(value),
-            },
-        ));
-        self.bind(name, var);
+        };
+        self.let_local(name, local, value, span, out);
         Ok(())
     }
 
@@ -225,10 +215,8 @@ impl Lowerer {
         };
         lowered.checkpoint = true;
         let buffer = self.is_buffer_value(&ident.ident, &init.expr, rest);
-        let var = self.new_var(Var {
-            name: ident.ident.clone(),
+        let variable = Local {
             mutable: ident.mutability.is_some(),
-            origin: Origin::Local,
             kind: if buffer {
                 VarKind::Buffer
             } else {
@@ -236,16 +224,9 @@ impl Lowerer {
             },
             array: false,
             annotation: None,
-            span: ident.ident.span(),
-        });
-        out.push(self.stmt(
-            local.span(),
-            StmtKind::Let {
-                var,
-                init: Some(Expr::new(ExprKind::Call(lowered), init.expr.span())),
-            },
-        ));
-        self.bind(&ident.ident, var);
+        };
+        let value = Expr::new(ExprKind::Call(lowered), init.expr.span());
+        self.let_local(&ident.ident, variable, value, local.span(), out);
         Ok(())
     }
 
@@ -266,23 +247,13 @@ impl Lowerer {
             }
             _ => matches!(annotation, Some(syn::Type::Array(_))),
         };
-        let var = self.new_var(Var {
-            name: name.clone(),
+        let local = Local {
             mutable,
-            origin: Origin::Local,
             kind: VarKind::Buffer,
             array,
             annotation,
-            span: name.span(),
-        });
-        out.push(self.stmt(
-            name.span(),
-            StmtKind::Let {
-                var,
-                init: Some(value),
-            },
-        ));
-        self.bind(name, var);
+        };
+        self.let_local(name, local, value, name.span(), out);
         Ok(())
     }
 
@@ -379,17 +350,36 @@ impl Lowerer {
         value: Expr,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> VarId {
-        let var = self.new_var(Var {
-            name: name.clone(),
+        let local = Local {
             mutable,
-            origin: Origin::Local,
             kind: VarKind::Scalar,
             array: false,
             annotation: None,
+        };
+        self.let_local(name, local, value, name.span(), out)
+    }
+
+    /// A new local variable `name`, its `let` with `value` (at `span`)
+    /// pushed and its name bound.
+    fn let_local(
+        &mut self,
+        name: &syn::Ident,
+        local: Local,
+        value: Expr,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> VarId {
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable: local.mutable,
+            origin: Origin::Local,
+            kind: local.kind,
+            array: local.array,
+            annotation: local.annotation,
             span: name.span(),
         });
         out.push(self.stmt(
-            name.span(),
+            span,
             StmtKind::Let {
                 var,
                 init: Some(value),
@@ -878,4 +868,12 @@ pub(super) fn strip(expr: &SynExpr) -> &SynExpr {
         SynExpr::Group(group) => strip(&group.expr),
         other => other,
     }
+}
+
+/// What a new local variable is (see `let_local`).
+struct Local {
+    mutable: bool,
+    kind: VarKind,
+    array: bool,
+    annotation: Option<syn::Type>,
 }
