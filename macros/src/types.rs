@@ -119,6 +119,31 @@ pub(crate) fn shape_of(ty: &Type) -> Shape {
     }
 }
 
+/// True for a type that can only be a user type: a path without type
+/// arguments that names no float, discrete type, standard container or
+/// nalgebra/ndarray type (a type deriving `Differentiable`, or an alias;
+/// rustc checks what it is).
+pub(crate) fn is_user_type(ty: &Type) -> bool {
+    match ty {
+        Type::Paren(paren) => is_user_type(&paren.elem),
+        Type::Group(group) => is_user_type(&group.elem),
+        Type::Path(TypePath { qself: None, path }) => {
+            let Some(last) = path.segments.last() else {
+                return false;
+            };
+            let name = last.ident.to_string();
+            last.arguments.is_empty()
+                && !is_discrete(ty)
+                && !is_float_type_name(&name)
+                && !STD_CONTAINERS.contains(&name.as_str())
+                && array_shape(&name).is_none()
+                && !is_view_type_name(&name)
+                && name != "Self"
+        }
+        _ => false,
+    }
+}
+
 /// True for the names of ndarray's and nalgebra's views (borrowed arrays).
 fn is_view_type_name(name: &str) -> bool {
     const NALGEBRA: &[&str] = &[

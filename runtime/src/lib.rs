@@ -123,6 +123,11 @@ pub mod __private {
         checkpointed_call, CheckpointRecorder, OwnedConstant, Rerun, Step,
     };
     pub use crate::compiled::{
+        add_twin_gradient, twin_duals, twin_gradient, twin_leaves, twin_of_recorded, twin_values,
+        twin_zeros, twin_zeros_like, Active, Owned, RealLeaf, StructParam, StructValueParam,
+        TwinOf, TwinSink,
+    };
+    pub use crate::compiled::{
         checkpoint_segment, lift_buffer, lifted, machine_value, recorded_values, result_ids,
         seed_buffer_and_sweep, seed_of, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
         ArrayParam, Bits, Discard, LiftBuffer, NoRecord, PassActive, PassConstant, PlainParam,

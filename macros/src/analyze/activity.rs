@@ -3,15 +3,25 @@
 //! adjoint gives them adjoints). A fixed point: a variable is active when
 //! any value assigned to it is.
 
+use super::Ty;
 use crate::ir::{
-    Block, CallArg, Expr, ExprKind, Function, NewBuffer, Place, StmtKind, Unsupported, VarId,
+    Block, CallArg, Expr, ExprKind, Function, NewBuffer, Origin, Place, StmtKind, Unsupported,
+    VarId,
 };
 use crate::signature::Signature;
 
-pub(crate) fn analyze(function: &Function, signature: &Signature) -> Vec<bool> {
+pub(crate) fn analyze(function: &Function, signature: &Signature, types: &[Ty]) -> Vec<bool> {
     let mut active = vec![false; function.vars.len()];
     for (param, &var) in signature.params.iter().zip(&function.params) {
         active[var] = param.kind.is_active();
+    }
+    // A field of a differentiated value of a user type is differentiated
+    // where the body uses it as a real (a `#[no_grad]` real field too: the
+    // passes read it as a constant and drop its adjoint).
+    for (var, info) in function.vars.iter().enumerate() {
+        if let Origin::Field(id) = info.origin {
+            active[var] = active[function.fields[id].base] && types[var] == Ty::Real;
+        }
     }
     // The result is always a scalar of the pass (a constant result is lifted).
     active[function.result] = true;

@@ -4,6 +4,7 @@
 //! how the forward pass keeps it for it). Each only reads the IR.
 
 pub(crate) mod activity;
+pub(crate) mod fields;
 pub(crate) mod keep;
 pub(crate) mod mode;
 pub(crate) mod positions;
@@ -25,9 +26,10 @@ pub(crate) struct Analysis {
 }
 
 pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Analysis, Unsupported> {
-    let active = activity::analyze(function, signature);
-    activity::check(function, &active, signature.precision)?;
     let types = types::infer(function, signature);
+    fields::check(function, &types)?;
+    let active = activity::analyze(function, signature, &types);
+    activity::check(function, &active, signature.precision)?;
     let positions = positions::Positions::new(function);
     let (mut plan, reads) = reverse::plan(function, &active, &positions, &types)?;
     plan.saves = saves::decide(function, &plan, &reads, &positions);

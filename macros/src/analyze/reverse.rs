@@ -573,7 +573,7 @@ impl<'a> Planner<'a> {
             return Ok(());
         }
         self.plan.establish[var] = match info.origin {
-            Origin::Param(_) | Origin::LoopIndex => Establish::Available,
+            Origin::Param(_) | Origin::LoopIndex | Origin::Field(_) => Establish::Available,
             Origin::Pattern => {
                 return Err(Unsupported::new(
                     info.span,

@@ -89,6 +89,10 @@ pub(crate) fn infer(function: &Function, signature: &Signature) -> Vec<Ty> {
             }
         }
     }
+    // The result of a real-valued function is a real.
+    if matches!(signature.output, crate::signature::Output::Real) {
+        types[function.result] = Ty::Real;
+    }
     let mut inference = Inference { types };
     for _ in 0..16 {
         let before = inference.types.clone();
@@ -181,6 +185,15 @@ impl Inference {
                 self.constrain(a, ty);
                 self.constrain(b, ty);
             }
+            // A math method's value has its receiver's type, and so have
+            // its other real operands.
+            ExprKind::Math { math, args, .. } => {
+                for (index, arg) in args.iter().enumerate() {
+                    if math.real_arg(index) {
+                        self.constrain(arg, ty);
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -194,6 +207,12 @@ impl Inference {
                 let ty = self.type_of(a).join(&self.type_of(b));
                 self.pending(a, ty.clone());
                 self.pending(b, ty);
+            }
+            // Only floats have these methods: the receiver is a real.
+            ExprKind::Math { math, args, .. } if !math.integers_have_it() => {
+                if let Some(receiver) = args.first() {
+                    self.pending(receiver, Ty::Real);
+                }
             }
             ExprKind::Primitive(_, buffers) => {
                 for buffer in buffers {

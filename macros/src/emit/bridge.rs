@@ -23,9 +23,20 @@ pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
 }
 
 /// True if the compiled path can take the function's signature (the
-/// conventions, with no structured parameter).
+/// conventions; of structured parameters, only user types, by value or
+/// by reference).
 pub(crate) fn compiled_path_signature(signature: &Signature) -> bool {
     compiled_conventions(signature, false)
+}
+
+/// True for a parameter of a user type (by value or by reference), which
+/// the compiled path takes as its twin.
+pub(crate) fn is_struct_param(kind: &ParamKind) -> bool {
+    matches!(
+        kind,
+        ParamKind::Structured { value, passing: Passing::Value | Passing::Ref }
+            if crate::types::is_user_type(value)
+    )
 }
 
 fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
@@ -53,6 +64,7 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
                     | ParamKind::Constant
                     | ParamKind::Discrete
             ) || (structured && matches!(p.kind, ParamKind::Structured { .. }))
+                || is_struct_param(&p.kind)
         })
 }
 
@@ -317,6 +329,28 @@ impl Generator<'_> {
                     );
                     sinks.push(quote!(&mut #gradient[..]));
                     collect.push(quote!(#partials.extend_from_slice(&#gradient);));
+                }
+                ParamKind::Structured { value, passing } => {
+                    let prim = &self.prim;
+                    let borrowed = match passing {
+                        Passing::Value => quote!(&#name),
+                        _ => quote!(#name),
+                    };
+                    values.push(quote! {
+                        let #local: ::deltad::__private::TwinOf<#value, #s> =
+                            ::deltad::__private::twin_of_recorded::<#s, #value>(#borrowed);
+                        <#value as ::deltad::__private::Differentiable<#prim>>::leaves(#borrowed, &mut #ids);
+                    });
+                    fwd_args.push(quote!(&#local));
+                    adj_args.push(quote!(&#local));
+                    gradients.push(quote! {
+                        let mut #gradient: ::deltad::__private::TwinOf<#value, #s> =
+                            ::deltad::__private::twin_zeros_like::<#s, #value>(&#local);
+                    });
+                    sinks.push(quote!(&mut #gradient));
+                    collect.push(quote! {
+                        ::deltad::__private::twin_leaves::<#s, #value>(&#gradient, &mut #partials);
+                    });
                 }
                 kind if kind.is_active() => {
                     values.push(quote! {

@@ -16,6 +16,19 @@ use super::Generator;
 use crate::names::items;
 use crate::signature::{BufferOutput, ParamKind};
 
+/// A parameter of a user type, borrowed (the wrappers take it as the
+/// function does: by value or by reference).
+fn struct_ref(param: &crate::signature::Param) -> TokenStream {
+    let name = &param.name;
+    match &param.kind {
+        ParamKind::Structured {
+            passing: crate::signature::Passing::Value,
+            ..
+        } => quote!(&#name),
+        _ => quote!(#name),
+    }
+}
+
 /// Which scalar the passes run on.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Scalar {
@@ -64,6 +77,14 @@ impl Generator<'_> {
             .map(|param| {
                 let name = &param.name;
                 match (&param.kind, scalar) {
+                    (ParamKind::Structured { .. }, Scalar::Machine) => {
+                        let twin = self.twin_local(name);
+                        quote!(&#twin)
+                    }
+                    (ParamKind::Structured { .. }, Scalar::Dual) => {
+                        let input = self.dual_input(name);
+                        quote!(&#input)
+                    }
                     (ParamKind::Real, Scalar::Machine) => quote!(#name),
                     (ParamKind::Array { .. }, Scalar::Machine) => quote!(&#name),
                     (ParamKind::ArrayRef { .. }, Scalar::Machine) => quote!(#name),
@@ -99,6 +120,13 @@ impl Generator<'_> {
                 let name = &param.name;
                 let input = self.dual_input(name);
                 match &param.kind {
+                    ParamKind::Structured { value, .. } => {
+                        let borrowed = struct_ref(param);
+                        Some(quote! {
+                            let #input: ::deltad::__private::TwinOf<#value, ::deltad::__private::Dual<#prim>> =
+                                ::deltad::__private::twin_duals::<#prim, #value>(#borrowed, &mut #seeds);
+                        })
+                    }
                     ParamKind::Real => Some(quote!(let #input = #dual(#name, #seeds.next_tangent());)),
                     ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => Some(quote! {
                         let #input: [::deltad::__private::Dual<#prim>; #len] =
@@ -124,6 +152,14 @@ impl Generator<'_> {
             .map(|param| {
                 let name = &param.name;
                 match (&param.kind, scalar) {
+                    (ParamKind::Structured { .. }, Scalar::Machine) => {
+                        let adjoint = self.twin_adjoint_local(name);
+                        quote!(&mut #adjoint)
+                    }
+                    (ParamKind::Structured { .. }, Scalar::Dual) => {
+                        let adjoint = self.dual_adjoint(name);
+                        quote!(&mut #adjoint)
+                    }
                     (ParamKind::Real, Scalar::Machine) => quote!(&mut #grad.#name),
                     (kind, Scalar::Machine) if kind.is_active() => quote!(&mut #grad.#name[..]),
                     (ParamKind::Real, Scalar::Dual) => {
@@ -146,6 +182,16 @@ impl Generator<'_> {
         let fields = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
             Some(match &param.kind {
+                ParamKind::Structured { value, .. } => {
+                    let prim = &self.prim;
+                    let borrowed = struct_ref(param);
+                    quote! {
+                        #name: ::deltad::__private::twin_gradient::<#prim, #value>(
+                            &::deltad::__private::twin_zeros::<#prim, #value>(#borrowed),
+                            |__deltad_x| __deltad_x,
+                        )
+                    }
+                }
                 ParamKind::Real => quote!(#name: 0.0),
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                     quote!(#name: [0.0; #len])
@@ -162,6 +208,46 @@ impl Generator<'_> {
 
     fn no_active_params(&self) -> bool {
         !self.signature.params.iter().any(|p| p.kind.is_active())
+    }
+
+    /// The local holding a parameter of a user type as a twin of machine
+    /// floats.
+    fn twin_local(&self, name: &Ident) -> Ident {
+        let name = syn::ext::IdentExt::unraw(name).to_string();
+        format_ident!("__deltad_twin_{}", name, span = Span::mixed_site())
+    }
+
+    /// The local holding the adjoint twin of a parameter of a user type.
+    fn twin_adjoint_local(&self, name: &Ident) -> Ident {
+        let name = syn::ext::IdentExt::unraw(name).to_string();
+        format_ident!("__deltad_twin_adj_{}", name, span = Span::mixed_site())
+    }
+
+    /// For a reverse evaluation on the machine float: the twins of the
+    /// parameters of user types and their zero adjoints (before), and the
+    /// adjoints added into the `Grad` `grad` (after).
+    fn struct_passes(&self, grad: &Ident) -> (TokenStream, TokenStream) {
+        let prim = &self.prim;
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for param in &self.signature.params {
+            let ParamKind::Structured { value, .. } = &param.kind else {
+                continue;
+            };
+            let name = &param.name;
+            let (twin, adjoint) = (self.twin_local(name), self.twin_adjoint_local(name));
+            let borrowed = struct_ref(param);
+            before.push(quote! {
+                let #twin: ::deltad::__private::TwinOf<#value, #prim> =
+                    ::deltad::__private::twin_values::<#prim, #value>(#borrowed);
+                let mut #adjoint: ::deltad::__private::TwinOf<#value, #prim> =
+                    ::deltad::__private::twin_zeros::<#prim, #value>(#borrowed);
+            });
+            after.push(quote! {
+                ::deltad::__private::add_twin_gradient::<#prim, #value>(&mut #grad.#name, &#adjoint);
+            });
+        }
+        (quote!(#(#before)*), quote!(#(#after)*))
     }
 
     /// Runs `body` with a stack of `scalar`s named by the returned ident (a
@@ -252,7 +338,16 @@ impl Generator<'_> {
                 #value
             },
         );
-        run
+        let (before, after) = self.struct_passes(grad);
+        if before.is_empty() {
+            return run;
+        }
+        quote! {{
+            #before
+            let #value = #run;
+            #after
+            #value
+        }}
     }
 
     /// `tape_stats`: what one forward pass keeps on a fresh stack, and the
@@ -282,7 +377,10 @@ impl Generator<'_> {
             .params
             .iter()
             .map(|_| quote!(::deltad::__private::Discard::<#prim>::new()));
+        let unused = Ident::new("__deltad_unused", Span::mixed_site());
+        let (before, _) = self.struct_passes(&unused);
         quote! {
+            #before
             let mut #stack = ::deltad::__private::Stack::<#prim>::new();
             let #value: #output = #fwd(&mut #stack, #(#fwd_args),*);
             let mut #kept = ::deltad::__private::TapeStats::of_stack(#stack.stats());
@@ -373,9 +471,11 @@ impl Generator<'_> {
             Ident::new("__deltad_k", Span::mixed_site()),
             Ident::new("__deltad_seed", Span::mixed_site()),
         );
+        let (before, after) = self.struct_passes(&grad);
         let (_, run) = self.with_stack(
             Scalar::Machine,
             quote! {
+                #before
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                 let #count = ::deltad::__private::ResultBuffer::elements(&#value).len();
                 // A copy of what the forward pass kept, in a second pooled
@@ -388,8 +488,10 @@ impl Generator<'_> {
                         ::core::clone::Clone::clone_from(&mut *#stack, &*#kept);
                     }
                     let mut #grad = #zero;
+                    #before
                     let #seed = ::deltad::__private::unit_seed::<#prim, _>(#count, #k);
                     #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
+                    #after
                     #rows.push(#grad);
                 }
                 (#value, #rows)
@@ -448,6 +550,23 @@ impl Generator<'_> {
             let name = &param.name;
             let adjoint = self.dual_adjoint(name);
             match &param.kind {
+                ParamKind::Structured { value, .. } => {
+                    let borrowed = struct_ref(param);
+                    adjoints.push(quote! {
+                        let mut #adjoint: ::deltad::__private::TwinOf<#value, #dual> =
+                            ::deltad::__private::twin_zeros::<#dual, #value>(#borrowed);
+                    });
+                    let field = |part: TokenStream| {
+                        quote! {
+                            #name: ::deltad::__private::twin_gradient::<#dual, #value>(
+                                &#adjoint,
+                                |__deltad_d| __deltad_d.#part,
+                            )
+                        }
+                    };
+                    fields.push(field(quote!(tangent)));
+                    value_fields.push(field(quote!(value)));
+                }
                 ParamKind::Real => {
                     adjoints.push(quote!(let mut #adjoint: #dual = #zero;));
                     fields.push(quote!(#name: #adjoint.tangent));

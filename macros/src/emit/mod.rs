@@ -166,7 +166,7 @@ pub(crate) fn module(
     let exports = signature.map(|signature| exports(signature, &impl_module));
     let markers = signature
         .filter(|signature| has_compiled_convention(signature))
-        .map(compiled::Passes::markers);
+        .map(|signature| compiled::Passes::markers(signature, compiled.is_some()));
     quote! {
         #(#cfgs)*
         #[doc = #module_doc]

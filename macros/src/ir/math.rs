@@ -106,6 +106,15 @@ impl Math {
         )
     }
 
+    /// True if integer types have a method of this name too (so the
+    /// receiver need not be a real).
+    pub(crate) fn integers_have_it(&self) -> bool {
+        matches!(
+            self.name,
+            "abs" | "signum" | "rem_euclid" | "div_euclid" | "max" | "min" | "clamp"
+        )
+    }
+
     /// True if the method has a `Scalar` method of the same name computing
     /// only the value.
     pub(crate) fn scalar_method(&self) -> bool {

@@ -49,7 +49,21 @@ pub(crate) struct Function {
     pub stmt_count: usize,
     /// Block ids are `0..block_count`.
     pub block_count: usize,
+    /// The fields read of values of user types, by [`Origin::Field`].
+    pub fields: Vec<FieldLeaf>,
 }
+
+/// A field of a value of a user type that the body reads (`p.mass`,
+/// `p.pos.x`): a variable of its own ([`Origin::Field`]) whose type the
+/// analysis infers from how the body uses it.
+pub(crate) struct FieldLeaf {
+    /// The variable holding the value (a [`VarKind::Struct`]).
+    pub base: VarId,
+    /// The members from the value to the field, outermost first.
+    pub members: Vec<syn::Member>,
+}
+
+pub(crate) type FieldId = usize;
 
 /// One binding.
 pub(crate) struct Var {
@@ -81,6 +95,9 @@ pub(crate) enum Origin {
     Result,
     /// A name bound by a `match` arm's pattern.
     Pattern,
+    /// A field of a value of a user type (`Function::fields`): read where
+    /// the body reads it, never assigned.
+    Field(FieldId),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +109,9 @@ pub(crate) enum VarKind {
     Buffer,
     /// A closure of the body: inlined where it is called, never a value.
     Closure,
+    /// A value of a user type (`#[derive(Differentiable)]`), held whole as
+    /// its twin: a parameter, read through its fields.
+    Struct,
 }
 
 /// A loop, for `break` and `continue`.

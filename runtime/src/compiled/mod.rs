@@ -24,6 +24,7 @@
 mod buffers;
 mod params;
 mod stack;
+mod structs;
 
 pub use buffers::{
     lift_buffer, recorded_values, result_ids, seed_buffer_and_sweep, seed_of, split_dual,
@@ -41,4 +42,9 @@ pub use stack::{
 pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,
     F64_STACKS,
+};
+pub use structs::{
+    add_twin_gradient, twin_duals, twin_gradient, twin_leaves, twin_of_recorded, twin_values,
+    twin_zeros, twin_zeros_like, Active, Owned, RealLeaf, StructParam, StructValueParam, TwinOf,
+    TwinSink,
 };

@@ -18,7 +18,9 @@ use super::promote::Rolled;
 use super::values::Side;
 use super::{names, sink, Passes};
 use crate::analyze::{Establish, LoopPlan};
-use crate::ir::{AssignOp, Block, ExprKind, NewBuffer, Origin, Place, Stmt, StmtKind, VarId};
+use crate::ir::{
+    AssignOp, Block, ExprKind, NewBuffer, Origin, Place, Stmt, StmtKind, VarId, VarKind,
+};
 
 impl Passes<'_> {
     pub(crate) fn adjoint_body(&self) -> TokenStream {
@@ -31,7 +33,7 @@ impl Passes<'_> {
         let mut visible = Vec::new();
         for (index, &var) in self.function.params.iter().enumerate() {
             visible.push(self.name(var).to_string());
-            if self.active(var) && !self.is_buffer(var) {
+            if self.active(var) && self.function.vars[var].kind == VarKind::Scalar {
                 let adjoint = self.adjoint(var);
                 let sink = sink(index);
                 params.push(
@@ -40,6 +42,37 @@ impl Passes<'_> {
                 adds.push(quote!(::deltad::__private::ScalarSink::add(&mut #sink, #adjoint);));
             }
         }
+        // The differentiated fields of parameters of user types: adjoints
+        // in locals, added to the parameter's sink at the end.
+        let mut field_adds: Vec<Vec<TokenStream>> = vec![Vec::new(); self.function.params.len()];
+        for var in self.active_fields().collect::<Vec<_>>() {
+            let adjoint = self.adjoint(var);
+            params.push(
+                quote!(let mut #adjoint: #s = (-<#s as ::deltad::__private::Scalar>::zero());),
+            );
+            let crate::ir::Origin::Field(id) = self.function.vars[var].origin else {
+                continue;
+            };
+            let base = self.function.fields[id].base;
+            if let Origin::Param(index) = self.function.vars[base].origin {
+                let members = &self.function.fields[id].members;
+                let twin = names::ident("__deltad_twin");
+                field_adds[index].push(quote! {
+                    ::deltad::__private::RealLeaf::<#s>::accumulate(&mut #twin #(.#members)*, #adjoint);
+                });
+            }
+        }
+        for (index, field_adds) in field_adds.iter().enumerate() {
+            if field_adds.is_empty() {
+                continue;
+            }
+            let sink = sink(index);
+            let twin = names::ident("__deltad_twin");
+            adds.push(quote! {
+                ::deltad::__private::TwinSink::with(&mut #sink, |#twin| { #(#field_adds)* });
+            });
+        }
+        let prologue = self.struct_prologue();
         let body = self.rev_block(&self.function.body, &mut visible);
         // Each buffer's sink takes as many adjoints as the buffer has
         // elements (checked once: the loops index both without checks).
@@ -61,6 +94,7 @@ impl Passes<'_> {
                 })
             });
         quote! {
+            #prologue
             let mut #result_adjoint: #adjoint_type = #out;
             #(#lengths)*
             #(#params)*

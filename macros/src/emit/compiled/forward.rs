@@ -38,7 +38,9 @@ impl Passes<'_> {
         let output = self.output_type();
         let mut frames = Vec::new();
         let body = self.fwd_block(&self.function.body, &mut frames);
+        let prologue = self.struct_prologue();
         quote! {
+            #prologue
             let #result: #output;
             #body
             #result
@@ -406,7 +408,12 @@ impl Passes<'_> {
                     return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
                 }
                 if let Some((reals, words)) = self.room_per_iteration(stmt) {
-                    // Room for every push of the loop, reserved before it.
+                    // Room for every push of the loop, reserved before it
+                    // (and for its trip count, pushed after it, when the
+                    // adjoint cannot count the range again).
+                    let own = usize::from(
+                        plan.has_reverse[stmt.id] && plan.loops[*id] == LoopPlan::Counted,
+                    );
                     let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
                     let count = format_ident!("__deltad_iterations", span = Span::mixed_site());
                     let (rec, room) = (self.rec(), names::room());
@@ -422,7 +429,7 @@ impl Passes<'_> {
                     return quote! {{
                         let #walk = #range;
                         let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
-                        let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words);
+                        let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own);
                         #looped
                     }};
                 }

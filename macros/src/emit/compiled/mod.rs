@@ -217,12 +217,17 @@ impl<'a> Passes<'a> {
             .params
             .iter()
             .zip(&self.function.params)
-            .map(|(param, &var)| {
+            .enumerate()
+            .map(|(index, (param, &var))| {
                 let name = self.name(var);
                 match &param.kind {
                     ParamKind::Real => quote!(#name: #s),
                     ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                         quote!(#name: &[#s; #len])
+                    }
+                    ParamKind::Structured { .. } => {
+                        let borrowed = struct_generic(index);
+                        quote!(#name: #borrowed)
                     }
                     kind if kind.is_active() => quote!(#name: &[#s]),
                     _ => {
@@ -239,13 +244,82 @@ impl<'a> Passes<'a> {
         self.signature.generics.iter().map(|g| quote!(#g)).collect()
     }
 
+    /// The twin type of a value of the user type `ty` in the passes.
+    pub(crate) fn twin_type(&self, ty: &syn::Type) -> TokenStream {
+        let s = &self.scalar;
+        quote!(::deltad::__private::TwinOf<#ty, #s>)
+    }
+
+    /// The type parameters through which the passes take parameters of
+    /// user types (a borrowed twin, or one made for the call), with their
+    /// bounds.
+    fn struct_generics(&self) -> Vec<TokenStream> {
+        self.struct_params()
+            .map(|(index, value)| {
+                let generic = struct_generic(index);
+                let twin = self.twin_type(value);
+                quote!(#generic: ::core::borrow::Borrow<#twin>)
+            })
+            .collect()
+    }
+
+    /// The parameters of user types: their index and value type.
+    pub(crate) fn struct_params(&self) -> impl Iterator<Item = (usize, &syn::Type)> {
+        self.signature
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(index, param)| match &param.kind {
+                ParamKind::Structured { value, .. } => Some((index, value)),
+                _ => None,
+            })
+    }
+
+    /// The start of both passes: each parameter of a user type borrowed as
+    /// its twin, then the differentiated fields the body reads, as scalars
+    /// of the pass.
+    pub(crate) fn struct_prologue(&self) -> TokenStream {
+        let s = &self.scalar;
+        let borrows = self.struct_params().map(|(index, value)| {
+            let name = self.name(self.function.params[index]);
+            let twin = self.twin_type(value);
+            quote!(let #name: &#twin = ::core::borrow::Borrow::borrow(&#name);)
+        });
+        let leaves = self.active_fields().map(|var| {
+            let name = self.name(var);
+            let place = self.field_place(var);
+            quote!(let #name: #s = ::deltad::__private::RealLeaf::<#s>::scalar(&#place);)
+        });
+        quote!(#(#borrows)* #(#leaves)*)
+    }
+
+    /// The differentiated fields the body reads.
+    pub(crate) fn active_fields(&self) -> impl Iterator<Item = VarId> + '_ {
+        (0..self.function.vars.len()).filter(|&var| {
+            matches!(self.function.vars[var].origin, crate::ir::Origin::Field(_))
+                && self.active(var)
+        })
+    }
+
+    /// A field's place: `base.a.b`, members with the user's spans.
+    pub(crate) fn field_place(&self, var: VarId) -> TokenStream {
+        let crate::ir::Origin::Field(id) = self.function.vars[var].origin else {
+            unreachable!("a field variable");
+        };
+        let field = &self.function.fields[id];
+        let base = self.name(field.base);
+        let members = &field.members;
+        quote!(#base #(.#members)*)
+    }
+
     /// `__deltad_fwd` and `__deltad_adj`.
     /// The passes' items, and whether the forward pass keeps nothing.
     pub(crate) fn items(&self) -> (TokenStream, bool) {
         let s = &self.scalar;
         let prim = &self.prim;
         let params = self.params();
-        let generics = self.user_generics();
+        let mut generics = self.user_generics();
+        generics.extend(self.struct_generics());
         let where_clause = &self.signature.where_clause;
         let (fwd_fn, adj_fn) = (
             Ident::new(FWD_FN, Span::call_site()),
@@ -268,6 +342,10 @@ impl<'a> Passes<'a> {
             .zip(&sink_types)
             .map(|(param, ty)| match &param.kind {
                 ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#s>),
+                ParamKind::Structured { value, .. } => {
+                    let twin = self.twin_type(value);
+                    quote!(#ty: ::deltad::__private::TwinSink<#twin>)
+                }
                 kind if kind.is_active() => quote!(#ty: ::deltad::__private::SliceSink<#s>),
                 _ => quote!(#ty),
             });
@@ -324,10 +402,16 @@ impl<'a> Passes<'a> {
 
     /// The marker types of the parameters (`__P0`, ...), by which callers
     /// convert their arguments.
-    pub(crate) fn markers(signature: &Signature) -> TokenStream {
+    pub(crate) fn markers(signature: &Signature, compiled: bool) -> TokenStream {
         let markers = signature.params.iter().enumerate().map(|(i, param)| {
             let name = format_ident!("__P{}", i);
             let marker = match &param.kind {
+                ParamKind::Structured { passing, .. } if compiled => match passing {
+                    crate::signature::Passing::Value => {
+                        quote!(::deltad::__private::StructValueParam)
+                    }
+                    _ => quote!(::deltad::__private::StructParam),
+                },
                 ParamKind::Real => quote!(::deltad::__private::RealParam),
                 ParamKind::Slice { .. } | ParamKind::VecRef { .. } | ParamKind::Vec => {
                     quote!(::deltad::__private::SliceParam)
@@ -355,6 +439,12 @@ impl<'a> Passes<'a> {
             pub type __Out<S> = #output;
         }
     }
+}
+
+/// The type parameter through which the passes take parameter `index`, of
+/// a user type.
+fn struct_generic(index: usize) -> Ident {
+    format_ident!("__DeltadB{}", index)
 }
 
 /// The sink parameter of parameter `index` in `__deltad_adj`.

@@ -33,6 +33,14 @@ impl Passes<'_> {
         let active = self.is_active(expr);
         match &expr.kind {
             ExprKind::Lit(lit) => quote!(#lit),
+            // A field of a value of a user type that is not differentiated:
+            // read as written.
+            ExprKind::Var(var)
+                if !self.active(*var)
+                    && matches!(self.function.vars[*var].origin, crate::ir::Origin::Field(_)) =>
+            {
+                self.field_place(*var)
+            }
             ExprKind::Var(var) => {
                 let name = self.name(*var);
                 quote!(#name)

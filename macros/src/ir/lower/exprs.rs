@@ -41,6 +41,12 @@ impl Lowerer {
                             "a buffer used as a value (moved, compared, printed..) is not on the compiled path yet",
                         ));
                     }
+                    if self.kind(var) == VarKind::Struct {
+                        return Err(Unsupported::new(
+                            span,
+                            "a value of a user type used whole (passed on, returned, compared..) is not on the compiled path yet: the compiled path reads its fields",
+                        ));
+                    }
                     new(ExprKind::Var(var))
                 }
                 None => self.opaque(expr),
@@ -135,6 +141,9 @@ impl Lowerer {
                             path_style: None,
                         });
                     }
+                }
+                if let Some((base, members)) = self.field_chain(expr) {
+                    return new(ExprKind::Var(self.field(base, members, span)?));
                 }
                 self.opaque(expr)
             }

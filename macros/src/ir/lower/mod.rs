@@ -26,6 +26,7 @@ mod loops;
 mod opaque;
 mod patterns;
 mod stmts;
+mod structs;
 
 /// Why a function body is not in the compiled subset, at the construct.
 #[derive(Debug)]
@@ -59,6 +60,9 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         closures: closures::Closures::new(),
         returns_buffer: signature.buffer_output().is_some(),
         plain: HashSet::new(),
+        fields: Vec::new(),
+        field_vars: Vec::new(),
+        literals: std::collections::HashMap::new(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -74,10 +78,16 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
                 VarKind::Buffer
             }
             ParamKind::Constant | ParamKind::Discrete => VarKind::Scalar,
+            ParamKind::Structured { value, passing }
+                if !matches!(passing, crate::signature::Passing::Slice { .. })
+                    && crate::types::is_user_type(value) =>
+            {
+                VarKind::Struct
+            }
             ParamKind::Structured { .. } => {
                 return Err(Unsupported::new(
                     param.ty.span(),
-                    "parameters of nested collections, tuples, `Option` and user types are not on the compiled path yet",
+                    "parameters of nested collections, tuples, `Option` and slices of user types are not on the compiled path yet",
                 ))
             }
             ParamKind::InOut { .. } => {
@@ -181,6 +191,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         loops: lowerer.loops,
         stmt_count: lowerer.next_stmt,
         block_count: lowerer.next_block,
+        fields: lowerer.fields,
     })
 }
 
@@ -240,6 +251,12 @@ pub(super) struct Lowerer {
     /// Variables that never hold a differentiated value: constant and
     /// discrete parameters, names taken out of plain values by patterns.
     plain: HashSet<VarId>,
+    /// The fields of values of user types the body reads.
+    fields: Vec<crate::ir::FieldLeaf>,
+    /// Their variables.
+    field_vars: Vec<VarId>,
+    /// The locals built by struct literals, and their fields' variables.
+    literals: std::collections::HashMap<VarId, structs::LiteralFields>,
 }
 
 impl Lowerer {

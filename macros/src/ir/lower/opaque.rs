@@ -146,6 +146,12 @@ impl Reads<'_> {
             match token {
                 TokenTree::Ident(ident) => {
                     if let Some(var) = self.lowerer.resolve(&ident) {
+                        if self.lowerer.is_literal(var) {
+                            self.reject(
+                                ident.span(),
+                                &super::structs::whole_value(ident.span()).message,
+                            );
+                        }
                         self.read(var);
                     }
                 }
@@ -201,6 +207,14 @@ impl<'ast> Visit<'ast> for Reads<'_> {
                         "a closure used in plain code (passed on, stored) is not on the compiled path yet",
                     );
                 }
+                // A local built by a struct literal exists only as its
+                // fields' variables.
+                if self.lowerer.is_literal(var) {
+                    self.reject(
+                        path.span(),
+                        &super::structs::whole_value(path.span()).message,
+                    );
+                }
                 self.read(var);
             }
         }
@@ -238,6 +252,17 @@ impl<'ast> Visit<'ast> for Reads<'_> {
     }
 
     fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        // The length of a field of a value of a user type: plain, whatever
+        // the field holds (its twin has the same length).
+        if matches!(call.method.to_string().as_str(), "len" | "is_empty")
+            && call.args.is_empty()
+            && self
+                .lowerer
+                .field_chain(&call.receiver)
+                .is_some_and(|(base, _)| !self.lowerer.is_literal(base))
+        {
+            return;
+        }
         if let Some(var) = self.local(&call.receiver) {
             let name = call.method.to_string();
             if self.lowerer.vars[var].mutable && !READ_ONLY.contains(&name.as_str()) {

@@ -81,6 +81,26 @@ impl Lowerer {
         match pat {
             syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
                 let mutable = ident.mutability.is_some();
+                if let SynExpr::Struct(literal) = strip(init) {
+                    if literal.qself.is_none() {
+                        return self
+                            .let_struct_literal(&ident.ident, mutable, literal, out)
+                            .map(drop);
+                    }
+                }
+                if let Some(source) = self.literal_named(init) {
+                    return self
+                        .let_struct_copy(&ident.ident, mutable, source, init.span(), out)
+                        .map(drop);
+                }
+                // `let q = p;` / `let q = *p;` of a parameter of a user type:
+                // the same value, under another name.
+                if let Some(var) = self.struct_alias(init) {
+                    if !mutable {
+                        self.bind(&ident.ident, var);
+                        return Ok(());
+                    }
+                }
                 if let Some(target) = self.borrowed_real(init) {
                     if !mutable && annotation.is_none() {
                         return self.let_borrowed(&ident.ident, target, out);
@@ -162,19 +182,7 @@ impl Lowerer {
         };
         let value = match buffer {
             Some(new) => Expr::new(ExprKind::NewBuffer(new), init.span()),
-            None if is_control_flow(init) => {
-                let temp = self.temp(init.span());
-                out.push(self.stmt(
-                    init.span(),
-                    StmtKind::Let {
-                        var: temp,
-                        init: None,
-                    },
-                ));
-                self.value_into(init, temp, out)?;
-                Expr::new(ExprKind::Var(temp), init.span())
-            }
-            None => self.expr(init, out)?,
+            None => self.value(init, out)?,
         };
         let local = Local {
             mutable,
@@ -511,6 +519,22 @@ impl Lowerer {
     ) -> Lowered<()> {
         let place = self.place(left, out)?;
         let var = place.var();
+        if self.kind(var) == VarKind::Struct {
+            return match (strip(right), op) {
+                (SynExpr::Struct(literal), AssignOp::Set)
+                    if literal.qself.is_none() && self.vars[var].mutable =>
+                {
+                    self.assign_struct_literal(var, literal, out)
+                }
+                (value, AssignOp::Set) if self.vars[var].mutable && self.is_literal(var) => {
+                    match self.literal_named(value) {
+                        Some(source) => self.assign_struct_copy(var, source, span, out),
+                        None => Err(super::structs::whole_value(span)),
+                    }
+                }
+                _ => Err(super::structs::whole_value(span)),
+            };
+        }
         if !self.vars[var].mutable && self.vars[var].origin != Origin::Temp {
             // rustc rejects this in the function itself; nothing to lower.
             return Err(Unsupported::new(
@@ -537,20 +561,7 @@ impl Lowerer {
             ));
             return Ok(());
         }
-        let value = if is_control_flow(right) {
-            let temp = self.temp(right.span());
-            out.push(self.stmt(
-                right.span(),
-                StmtKind::Let {
-                    var: temp,
-                    init: None,
-                },
-            ));
-            self.value_into(right, temp, out)?;
-            Expr::new(ExprKind::Var(temp), right.span())
-        } else {
-            self.expr(right, out)?
-        };
+        let value = self.value(right, out)?;
         out.push(self.stmt(
             span,
             StmtKind::Assign {
@@ -561,6 +572,28 @@ impl Lowerer {
             },
         ));
         Ok(())
+    }
+
+    /// The value of `expr` as one IR expression: control flow (`if`,
+    /// `match`, blocks) goes through a temporary assigned on every path.
+    pub(super) fn value(
+        &mut self,
+        expr: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Expr> {
+        if !is_control_flow(expr) {
+            return self.expr(expr, out);
+        }
+        let temp = self.temp(expr.span());
+        out.push(self.stmt(
+            expr.span(),
+            StmtKind::Let {
+                var: temp,
+                init: None,
+            },
+        ));
+        self.value_into(expr, temp, out)?;
+        Ok(Expr::new(ExprKind::Var(temp), expr.span()))
     }
 
     fn place(&mut self, expr: &SynExpr, out: &mut Vec<crate::ir::Stmt>) -> Lowered<Place> {
@@ -595,6 +628,15 @@ impl Lowerer {
                     )),
                 }
             }
+            SynExpr::Field(_) => match self.field_chain(expr) {
+                Some((base, members)) if self.is_literal(base) => {
+                    Ok(Place::Var(self.field(base, members, expr.span())?))
+                }
+                _ => Err(Unsupported::new(
+                    expr.span(),
+                    "assignment to a field is on the compiled path only for locals built by a struct literal",
+                )),
+            },
             _ => Err(Unsupported::new(
                 expr.span(),
                 "assignment to this place is not on the compiled path yet",

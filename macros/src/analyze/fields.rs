@@ -1,0 +1,178 @@
+//! Fields of values of user types whose type the analysis cannot tell.
+//!
+//! The macro does not see a user type's fields: it infers each field's type
+//! from how the body uses it (`types.rs`). A field used as a real is
+//! differentiated; one used as an integer, an index or a `bool` is plain
+//! data. A field whose type stays unknown is plain in the passes, which is
+//! right only where a real and a plain value behave alike: compared,
+//! tested, printed, or copied into a variable used the same way. Anywhere
+//! else (an argument, a cast, plain code) a real would lose its derivative,
+//! so the function stays on the tape, with the place and what to write.
+
+use super::Ty;
+use crate::ir::{
+    Block, CallArg, EffectArg, Expr, ExprKind, Function, Origin, Place, StmtKind, Unsupported,
+    VarId,
+};
+
+pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported> {
+    let known = |ty: &Ty| matches!(ty, Ty::Real | Ty::Int | Ty::Named(_) | Ty::Bool);
+    let mut unknown: Vec<bool> = function
+        .vars
+        .iter()
+        .enumerate()
+        .map(|(var, info)| matches!(info.origin, Origin::Field(_)) && !known(&types[var]))
+        .collect();
+    if !unknown.contains(&true) {
+        return Ok(());
+    }
+    // Copies of such fields are such values too.
+    loop {
+        let mut changed = false;
+        function.body.each_stmt(&mut |stmt| {
+            let (var, value) = match &stmt.kind {
+                StmtKind::Let {
+                    var,
+                    init: Some(value),
+                } => (*var, value),
+                StmtKind::Assign {
+                    place: Place::Var(var),
+                    value,
+                    ..
+                } => (*var, value),
+                _ => return,
+            };
+            if matches!(value.kind, ExprKind::Var(v) if unknown[v]) && !unknown[var] {
+                unknown[var] = true;
+                changed = true;
+            }
+        });
+        if !changed {
+            break;
+        }
+    }
+    let mut problem = None;
+    check_block(&function.body, function, &unknown, &mut problem);
+    problem.map_or(Ok(()), Err)
+}
+
+fn check_block(
+    block: &Block,
+    function: &Function,
+    unknown: &[bool],
+    problem: &mut Option<Unsupported>,
+) {
+    block.each_stmt(&mut |stmt| {
+        let mut visit = |expr: &Expr, allowed: bool| {
+            check_expr(expr, allowed, function, unknown, problem);
+        };
+        match &stmt.kind {
+            StmtKind::Let {
+                init: Some(value), ..
+            }
+            | StmtKind::Assign {
+                place: Place::Var(_),
+                value,
+                ..
+            } => visit(value, true),
+            StmtKind::Assign {
+                place: Place::Elem(_, index),
+                value,
+                ..
+            } => {
+                visit(index, false);
+                visit(value, false);
+            }
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => visit(cond, true),
+            StmtKind::Match { scrutinee, arms } => {
+                visit(scrutinee, true);
+                for guard in arms.iter().filter_map(|arm| arm.guard.as_ref()) {
+                    visit(guard, true);
+                }
+            }
+            StmtKind::For { range, .. } => {
+                visit(&range.start, false);
+                visit(&range.end, false);
+            }
+            StmtKind::Effect(effect) => {
+                for arg in &effect.args {
+                    if let EffectArg::Expr(e) = arg {
+                        visit(e, true);
+                    }
+                }
+            }
+            _ => {}
+        }
+    });
+}
+
+/// `allowed`: a field of unknown type may be `expr` itself here.
+fn check_expr(
+    expr: &Expr,
+    allowed: bool,
+    function: &Function,
+    unknown: &[bool],
+    problem: &mut Option<Unsupported>,
+) {
+    if problem.is_some() {
+        return;
+    }
+    let mut child = |e: &Expr, allowed: bool| check_expr(e, allowed, function, unknown, problem);
+    match &expr.kind {
+        ExprKind::Var(var) => {
+            if unknown[*var] && !allowed {
+                *problem = Some(unknown_use(expr, *var, function));
+            }
+        }
+        ExprKind::Compare(_, a, b) | ExprKind::Logic(_, a, b) => {
+            child(a, true);
+            child(b, true);
+        }
+        ExprKind::Not(a) => child(a, true),
+        ExprKind::Opaque { reads, .. } => {
+            if let Some(&var) = reads.iter().find(|&&v| unknown[v]) {
+                *problem = Some(unknown_use(expr, var, function));
+            }
+        }
+        ExprKind::Call(call) => {
+            for arg in &call.args {
+                match arg {
+                    CallArg::Value(e) | CallArg::Plain(e) => child(e, false),
+                    CallArg::Buffer(_) => {}
+                }
+            }
+            for e in expr.children() {
+                child(e, false);
+            }
+        }
+        _ => {
+            for e in expr.children() {
+                child(e, false);
+            }
+        }
+    }
+}
+
+fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
+    let described = match function.vars[var].origin {
+        Origin::Field(id) => {
+            let field = &function.fields[id];
+            let members: Vec<String> = field
+                .members
+                .iter()
+                .map(|m| match m {
+                    syn::Member::Named(ident) => ident.to_string(),
+                    syn::Member::Unnamed(index) => index.index.to_string(),
+                })
+                .collect();
+            format!("{}.{}", function.vars[field.base].name, members.join("."))
+        }
+        _ => function.vars[var].name.to_string(),
+    };
+    Unsupported::new(
+        expr.span,
+        format!(
+            "deltad cannot tell whether the field `{described}` is a real here: write its type where it is first read (`let value: f64 = {described};`, or `usize`..)"
+        ),
+    )
+}

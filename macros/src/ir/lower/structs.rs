@@ -1,0 +1,327 @@
+//! Values of user types (`#[derive(Differentiable)]` structs, tuple
+//! structs), which the macro knows by the fields the body names:
+//!
+//! * a parameter is held whole (its twin), and each field the body reads
+//!   (`p.mass`, `p.pos.x`) becomes a variable of its own, bound once per
+//!   value and path ([`Origin::Field`]), whose type the analysis infers from
+//!   its uses;
+//! * a local built by a struct literal (`let q = Pt { a: x, b: 2.0 };`) is
+//!   its fields: one local variable per field, read and assigned by name
+//!   (`q.a`, `q.b += 1.0`), nested literals nested the same way.
+
+use std::collections::HashMap;
+
+use syn::spanned::Spanned;
+use syn::Expr as SynExpr;
+
+use super::stmts::strip;
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::{Expr, ExprKind, FieldLeaf, Origin, StmtKind, Var, VarId, VarKind};
+
+/// The fields of a local built by a struct literal, by member name.
+pub(super) type LiteralFields = HashMap<String, VarId>;
+
+/// A member as a key: its name, or its index for tuple structs.
+fn member_key(member: &syn::Member) -> String {
+    match member {
+        syn::Member::Named(ident) => syn::ext::IdentExt::unraw(ident).to_string(),
+        syn::Member::Unnamed(index) => index.index.to_string(),
+    }
+}
+
+impl Lowerer {
+    /// `base.a.b` (also `(*base).a`) of a variable of a user type: the
+    /// variable and the members, outermost first.
+    pub(super) fn field_chain(&self, expr: &SynExpr) -> Option<(VarId, Vec<syn::Member>)> {
+        let mut members = Vec::new();
+        let mut at = expr;
+        loop {
+            match strip(at) {
+                SynExpr::Field(field) => {
+                    members.push(field.member.clone());
+                    at = &field.base;
+                }
+                SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+                    at = &unary.expr;
+                }
+                SynExpr::Path(path) if path.qself.is_none() && !members.is_empty() => {
+                    let var = self.resolve_path(&path.path)?;
+                    if self.kind(var) != VarKind::Struct {
+                        return None;
+                    }
+                    members.reverse();
+                    return Some((var, members));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The variable of field `members` of `base` (one per value and path).
+    pub(super) fn field_leaf(
+        &mut self,
+        base: VarId,
+        members: Vec<syn::Member>,
+        span: proc_macro2::Span,
+    ) -> VarId {
+        let key =
+            |members: &[syn::Member]| members.iter().map(member_key).collect::<Vec<_>>().join("_");
+        let wanted = key(&members);
+        if let Some(&var) = self.field_vars.iter().find(|&&var| {
+            let Origin::Field(id) = self.vars[var].origin else {
+                return false;
+            };
+            self.fields[id].base == base && key(&self.fields[id].members) == wanted
+        }) {
+            return var;
+        }
+        let base_name = syn::ext::IdentExt::unraw(&self.vars[base].name).to_string();
+        let name = quote::format_ident!(
+            "__deltad_field_{}_{}_{}",
+            base_name,
+            wanted,
+            self.fields.len(),
+            span = proc_macro2::Span::mixed_site()
+        );
+        self.fields.push(FieldLeaf { base, members });
+        let var = self.new_var(Var {
+            name,
+            mutable: false,
+            origin: Origin::Field(self.fields.len() - 1),
+            kind: VarKind::Scalar,
+            array: false,
+            annotation: None,
+            span,
+        });
+        self.field_vars.push(var);
+        var
+    }
+}
+
+impl Lowerer {
+    /// The value of field `members` of `base`: for a local built by a
+    /// literal, the field's own variable; for a parameter, its field
+    /// variable. A local built by a literal named whole (or a nested one)
+    /// is not a value the compiled path has.
+    pub(super) fn field(
+        &mut self,
+        base: VarId,
+        members: Vec<syn::Member>,
+        span: proc_macro2::Span,
+    ) -> Lowered<VarId> {
+        if !self.literals.contains_key(&base) {
+            return Ok(self.field_leaf(base, members, span));
+        }
+        let mut at = base;
+        for member in &members {
+            let fields = self.literals.get(&at).ok_or_else(|| {
+                Unsupported::new(span, "this is not a field of the struct literal")
+            })?;
+            at = *fields
+                .get(&member_key(member))
+                .ok_or_else(|| Unsupported::new(span, "the struct literal has no such field"))?;
+        }
+        if self.kind(at) == VarKind::Struct {
+            return Err(whole_value(span));
+        }
+        Ok(at)
+    }
+
+    /// `let [mut] name = other;` of a local built by a literal: a copy,
+    /// field by field.
+    pub(super) fn let_struct_copy(
+        &mut self,
+        name: &syn::Ident,
+        mutable: bool,
+        source: VarId,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<VarId> {
+        let mut fields = LiteralFields::new();
+        let mut sources: Vec<(String, VarId)> = self.literals[&source]
+            .iter()
+            .map(|(key, &var)| (key.clone(), var))
+            .collect();
+        // (In a fixed order: generated code does not depend on hashing.)
+        sources.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, field) in sources {
+            let field_name = quote::format_ident!(
+                "__deltad_{}_{}",
+                syn::ext::IdentExt::unraw(name).to_string(),
+                key,
+                span = proc_macro2::Span::mixed_site()
+            );
+            let var = if self.is_literal(field) {
+                self.let_struct_copy(&field_name, mutable, field, span, out)?
+            } else {
+                let value = Expr::new(ExprKind::Var(field), span);
+                self.let_scalar(&field_name, mutable, value, out)
+            };
+            fields.insert(key, var);
+        }
+        Ok(self.new_literal(name, mutable, fields))
+    }
+
+    fn new_literal(&mut self, name: &syn::Ident, mutable: bool, fields: LiteralFields) -> VarId {
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable,
+            origin: Origin::Local,
+            kind: VarKind::Struct,
+            array: false,
+            annotation: None,
+            span: name.span(),
+        });
+        self.literals.insert(var, fields);
+        self.bind(name, var);
+        var
+    }
+
+    /// The local built by a literal that `init` names (`q`, `*q`).
+    pub(super) fn literal_named(&self, init: &SynExpr) -> Option<VarId> {
+        let SynExpr::Path(path) = strip(init) else {
+            return None;
+        };
+        let var = self.resolve_path(&path.path)?;
+        self.is_literal(var).then_some(var)
+    }
+
+    /// `p` or `*p` of a parameter of a user type.
+    pub(super) fn struct_alias(&self, init: &SynExpr) -> Option<VarId> {
+        let mut at = strip(init);
+        if let SynExpr::Unary(unary) = at {
+            if matches!(unary.op, syn::UnOp::Deref(_)) {
+                at = strip(&unary.expr);
+            }
+        }
+        let SynExpr::Path(path) = at else {
+            return None;
+        };
+        let var = self.resolve_path(&path.path)?;
+        (self.kind(var) == VarKind::Struct && !self.is_literal(var)).then_some(var)
+    }
+
+    /// True for a local built by a struct literal.
+    pub(super) fn is_literal(&self, var: VarId) -> bool {
+        self.literals.contains_key(&var)
+    }
+
+    /// `let [mut] name = Type { a: .., b: .. };`: a local per field (in the
+    /// order written, which is the order Rust evaluates them), bound to the
+    /// struct's name.
+    pub(super) fn let_struct_literal(
+        &mut self,
+        name: &syn::Ident,
+        mutable: bool,
+        literal: &syn::ExprStruct,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<VarId> {
+        if let Some(rest) = &literal.rest {
+            return Err(Unsupported::new(
+                rest.span(),
+                "a struct literal with `..base` is not on the compiled path yet: name every field",
+            ));
+        }
+        let mut fields = LiteralFields::new();
+        for field in &literal.fields {
+            let key = member_key(&field.member);
+            let field_name = quote::format_ident!(
+                "__deltad_{}_{}",
+                syn::ext::IdentExt::unraw(name).to_string(),
+                key,
+                span = proc_macro2::Span::mixed_site()
+            );
+            let var = match strip(&field.expr) {
+                SynExpr::Struct(inner) if inner.qself.is_none() => {
+                    self.let_struct_literal(&field_name, mutable, inner, out)?
+                }
+                value => {
+                    if self.new_buffer(value)?.is_some() {
+                        return Err(Unsupported::new(
+                            value.span(),
+                            "a field holding a buffer in a struct literal is not on the compiled path yet",
+                        ));
+                    }
+                    let value = self.value(value, out)?;
+                    self.let_scalar(&field_name, mutable, value, out)
+                }
+            };
+            fields.insert(key, var);
+        }
+        Ok(self.new_literal(name, mutable, fields))
+    }
+
+    /// `name = Type { a: .., b: .. };` of a local built by a literal: every
+    /// field's new value computed first, then assigned.
+    pub(super) fn assign_struct_literal(
+        &mut self,
+        target: VarId,
+        literal: &syn::ExprStruct,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = literal.span();
+        let temp_name =
+            quote::format_ident!("__deltad_new", span = proc_macro2::Span::mixed_site());
+        let new = self.let_struct_literal(&temp_name, false, literal, out)?;
+        self.assign_fields(target, new, span, out)
+    }
+
+    /// `name = other;` of locals built by literals: a copy of `other`'s
+    /// fields first (`other` may read `name`), then assigned.
+    pub(super) fn assign_struct_copy(
+        &mut self,
+        target: VarId,
+        source: VarId,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let temp_name =
+            quote::format_ident!("__deltad_new", span = proc_macro2::Span::mixed_site());
+        let new = self.let_struct_copy(&temp_name, false, source, span, out)?;
+        self.assign_fields(target, new, span, out)
+    }
+
+    fn assign_fields(
+        &mut self,
+        target: VarId,
+        new: VarId,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let (Some(old), Some(new_fields)) = (
+            self.literals.get(&target).cloned(),
+            self.literals.get(&new).cloned(),
+        ) else {
+            return Err(whole_value(span));
+        };
+        if old.len() != new_fields.len() {
+            return Err(whole_value(span));
+        }
+        for (key, old_var) in old {
+            let new_var = *new_fields.get(&key).ok_or_else(|| whole_value(span))?;
+            if self.kind(old_var) == VarKind::Struct {
+                self.assign_fields(old_var, new_var, span, out)?;
+                continue;
+            }
+            let value = Expr::new(ExprKind::Var(new_var), span);
+            out.push(self.stmt(
+                span,
+                StmtKind::Assign {
+                    place: crate::ir::Place::Var(old_var),
+                    op: crate::ir::AssignOp::Set,
+                    value,
+                    first: false,
+                },
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The compiled path reads values of user types by their fields.
+pub(super) fn whole_value(span: proc_macro2::Span) -> Unsupported {
+    Unsupported::new(
+        span,
+        "a value of a user type used whole (passed on, returned, compared..) is not on the compiled path yet: the compiled path reads its fields",
+    )
+}

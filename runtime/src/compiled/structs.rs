@@ -1,0 +1,296 @@
+//! Values of user types (`#[derive(Differentiable)]` structs, tuples) in
+//! compiled passes.
+//!
+//! A compiled pass holds such a value as its twin (see
+//! [`Differentiable`]) whose real leaves are [`Active`]`<S>`: the macro does
+//! not know the type's fields, so it reads a field the user code reads
+//! (`p.mass`) and lets the field's type decide. A differentiated field is
+//! an `Active<S>`; a `#[no_grad]` real field stays a machine float; a
+//! discrete field stays what it is. [`RealLeaf`] reads either kind of real
+//! field as a scalar of the pass and adds adjoints to the first kind only.
+//! The wrapper `Active` keeps a differentiated leaf a type of its own even
+//! where `S` is the machine float, so it never passes for a constant one,
+//! and a differentiated field used as plain data is a type error, never a
+//! derivative lost.
+//!
+//! The adjoint of a parameter of such a type is a twin of the same shape
+//! (zeros where the value has reals, the value's own discrete data
+//! elsewhere), reached through a [`TwinSink`].
+
+use std::fmt;
+use std::ops::Deref;
+
+use super::params::{Discard, PassActive, PassConstant};
+use crate::differentiable::Differentiable;
+use crate::dual::Dual;
+use crate::forward::Seeds;
+use crate::real::Real;
+use crate::scalar::{Primitive, Scalar};
+
+/// A differentiated real leaf of a user type's twin in a compiled pass.
+#[repr(transparent)]
+#[derive(Clone, Copy, Default)]
+pub struct Active<S>(pub S);
+
+impl<S: PartialEq> PartialEq for Active<S> {
+    #[inline(always)]
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl<S: PartialOrd> PartialOrd for Active<S> {
+    #[inline(always)]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        self.0.partial_cmp(&other.0)
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for Active<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<S: fmt::Display> fmt::Display for Active<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The twin of `T` in a compiled pass on scalars `S`.
+pub type TwinOf<T, S> = <T as Differentiable<<S as Scalar>::Prim>>::Twin<Active<S>>;
+
+/// A real field of a user type's twin, read as a scalar of the pass: a
+/// differentiated leaf ([`Active`]) or a `#[no_grad]` machine float (a
+/// constant, whose adjoint goes nowhere).
+#[diagnostic::on_unimplemented(
+    message = "deltad expected a real here, found `{Self}`",
+    label = "this field is not a real",
+    note = "mark the function #[differentiate(tape)] and report the case"
+)]
+pub trait RealLeaf<S> {
+    /// The leaf's value as a scalar of the pass.
+    fn scalar(&self) -> S;
+    /// Adds `adjoint` to the leaf (an adjoint twin's leaf).
+    fn accumulate(&mut self, adjoint: S);
+}
+
+impl<S: Scalar> RealLeaf<S> for Active<S> {
+    #[inline(always)]
+    fn scalar(&self) -> S {
+        self.0
+    }
+    #[inline(always)]
+    fn accumulate(&mut self, adjoint: S) {
+        self.0 += adjoint;
+    }
+}
+
+macro_rules! constant_leaf {
+    ($($p:ident)*) => {$(
+        impl<S: Scalar<Prim = $p>> RealLeaf<S> for $p {
+            #[inline(always)]
+            fn scalar(&self) -> S {
+                S::from_prim(*self)
+            }
+            #[inline(always)]
+            fn accumulate(&mut self, _adjoint: S) {}
+        }
+    )*};
+}
+constant_leaf!(f64 f32);
+
+/// The twin of `value` with its reals as scalars of the pass.
+#[inline]
+pub fn twin_values<S: Scalar, T: Differentiable<S::Prim>>(value: &T) -> TwinOf<T, S> {
+    value.build(&mut |x| Active(S::from_prim(x)))
+}
+
+/// The twin of `value` with every real 0 (an adjoint to add into).
+#[inline]
+pub fn twin_zeros<S: Scalar, T: Differentiable<S::Prim>>(value: &T) -> TwinOf<T, S> {
+    value.build(&mut |_| Active(S::zero()))
+}
+
+/// The twin of `value` on dual numbers whose tangents come from `seeds`
+/// (in leaf order).
+#[inline]
+pub fn twin_duals<P: Primitive, T: Differentiable<P>>(
+    value: &T,
+    seeds: &mut Seeds<P>,
+) -> TwinOf<T, Dual<P>>
+where
+    Dual<P>: Scalar<Prim = P>,
+{
+    value.build(&mut |x| Active(Dual::new(x, seeds.next_tangent())))
+}
+
+/// The value in the user's type whose reals are `part` of the adjoint
+/// twin's leaves (the value itself, a dual number's value or tangent); its
+/// discrete data are the twin's.
+#[inline]
+pub fn twin_gradient<S: Scalar, T: Differentiable<S::Prim>>(
+    adjoint: &TwinOf<T, S>,
+    mut part: impl FnMut(S) -> S::Prim,
+) -> T {
+    T::from_twin(T::map_twin(adjoint, &mut |leaf: &Active<S>| part(leaf.0)))
+}
+
+/// Adds the reals of the adjoint twin to those of `grad` (`grad_into`).
+pub fn add_twin_gradient<S: Scalar, T: Differentiable<S::Prim>>(
+    grad: &mut T,
+    adjoint: &TwinOf<T, S>,
+) {
+    let mut adds: Vec<S::Prim> = Vec::new();
+    T::flatten_twin(
+        &T::map_twin(adjoint, &mut |leaf: &Active<S>| leaf.0.to_prim()),
+        &mut adds,
+    );
+    let mut leaves = adds.into_iter();
+    let sum = grad.build(&mut |x| x + leaves.next().unwrap_or(S::Prim::ZERO));
+    *grad = T::from_twin(sum);
+}
+
+/// The twin in a compiled pass of a value recorded on a tape (the values
+/// of its dual reals), for a compiled function called from the tape.
+#[inline]
+pub fn twin_of_recorded<S: Scalar, T: Differentiable<S::Prim>>(
+    dual: &T::Twin<Real<'_, S>>,
+) -> TwinOf<T, S> {
+    T::map_twin(dual, &mut |real: &Real<'_, S>| Active(real.value()))
+}
+
+/// A twin shaped like `twin` with every real 0.
+#[inline]
+pub fn twin_zeros_like<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> TwinOf<T, S> {
+    T::map_twin(twin, &mut |_: &Active<S>| Active(S::zero()))
+}
+
+/// The values of a twin's reals, in leaf order (the bridge's partials).
+pub fn twin_leaves<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>, out: &mut Vec<S>) {
+    T::flatten_twin(&T::map_twin(twin, &mut |leaf: &Active<S>| leaf.0), out);
+}
+
+/// Where the adjoint of a parameter of a user type goes: the adjoint twin
+/// the caller owns, or nowhere ([`Discard`]).
+pub trait TwinSink<T> {
+    /// Runs `f` on the adjoint twin, if there is one.
+    fn with(&mut self, f: impl FnOnce(&mut T));
+}
+
+impl<T> TwinSink<T> for &mut T {
+    #[inline(always)]
+    fn with(&mut self, f: impl FnOnce(&mut T)) {
+        f(self)
+    }
+}
+
+impl<S, T> TwinSink<T> for Discard<S> {
+    #[inline(always)]
+    fn with(&mut self, _f: impl FnOnce(&mut T)) {}
+}
+
+/// A value the callee borrows, made for the call (a constant argument's
+/// twin).
+pub struct Owned<T>(pub T);
+
+impl<T> Deref for Owned<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::borrow::Borrow<T> for Owned<T> {
+    #[inline(always)]
+    fn borrow(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The marker of a differentiated parameter of a user type taken by
+/// reference (`p: &Particle`): compiled passes take its twin by reference.
+pub struct StructParam;
+/// The marker of a differentiated parameter of a user type taken by value
+/// (`p: Particle`): compiled passes borrow its twin too.
+pub struct StructValueParam;
+
+impl<'a, T> PassActive<&'a T> for StructParam {
+    type Out = &'a T;
+    #[inline(always)]
+    fn pass(value: &'a T) -> &'a T {
+        value
+    }
+}
+
+impl<'a, S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, &'a T> for StructParam {
+    type Out = Owned<TwinOf<T, S>>;
+    #[inline(always)]
+    fn pass(value: &'a T) -> Owned<TwinOf<T, S>> {
+        Owned(twin_values(value))
+    }
+}
+
+impl<T> PassActive<T> for StructValueParam {
+    type Out = Owned<T>;
+    #[inline(always)]
+    fn pass(value: T) -> Owned<T> {
+        Owned(value)
+    }
+}
+
+impl<S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, T> for StructValueParam {
+    type Out = Owned<TwinOf<T, S>>;
+    #[inline(always)]
+    fn pass(value: T) -> Owned<TwinOf<T, S>> {
+        Owned(twin_values(&value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaves_read_and_accumulate() {
+        let mut active = Active(2.0_f64);
+        assert_eq!(RealLeaf::<f64>::scalar(&active), 2.0);
+        RealLeaf::<f64>::accumulate(&mut active, 3.0);
+        assert_eq!(active.0, 5.0);
+        let mut constant = 7.0_f64;
+        let lifted: Dual<f64> = RealLeaf::scalar(&constant);
+        assert_eq!((lifted.value, lifted.tangent), (7.0, 0.0));
+        RealLeaf::<f64>::accumulate(&mut constant, 1.0);
+        assert_eq!(constant, 7.0, "a constant leaf takes no adjoint");
+    }
+
+    #[test]
+    fn twins_of_tuples_round_trip() {
+        let value = (1.5_f64, vec![2.0_f64, 3.0], 4_usize);
+        let twin: TwinOf<(f64, Vec<f64>, usize), f64> = twin_values(&value);
+        assert_eq!(((twin.0).0, (twin.1)[1].0, twin.2), (1.5, 3.0, 4));
+        let mut adjoint: TwinOf<(f64, Vec<f64>, usize), f64> = twin_zeros(&value);
+        (adjoint.1)[0].0 = 1.0;
+        adjoint.0 .0 = 2.0;
+        let gradient: (f64, Vec<f64>, usize) = twin_gradient(&adjoint, |x: f64| x);
+        assert_eq!(gradient, (2.0, vec![1.0, 0.0], 4));
+        let mut sum = (1.0, vec![1.0, 1.0], 4_usize);
+        add_twin_gradient::<f64, _>(&mut sum, &adjoint);
+        assert_eq!(sum, (3.0, vec![2.0, 1.0], 4));
+        let mut leaves = Vec::new();
+        twin_leaves::<f64, (f64, Vec<f64>, usize)>(&adjoint, &mut leaves);
+        assert_eq!(leaves, vec![2.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn sinks_run_or_drop() {
+        let mut twin = (Active(1.0_f64), 2_usize);
+        let mut sink = &mut twin;
+        TwinSink::with(&mut sink, |t: &mut (Active<f64>, usize)| t.0 .0 += 1.0);
+        assert_eq!(twin.0 .0, 2.0);
+        let mut discard = Discard::<f64>::new();
+        TwinSink::<(Active<f64>, usize)>::with(&mut discard, |_| panic!("discarded"));
+    }
+}

@@ -1,0 +1,303 @@
+//! Parameters of user types on the compiled path: fields read as reals or
+//! plain data, against the tape (the same function under
+//! `#[differentiate(tape)]`), closed forms and finite differences.
+
+use deltad::{differentiate, Differentiable};
+
+#[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Pt {
+    pub a: f64,
+    pub b: f64,
+}
+
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Body {
+    pub position: Pt,
+    pub mass: f64,
+    #[no_grad]
+    pub drag: f64,
+    pub steps: usize,
+    #[no_grad]
+    pub name: String,
+}
+
+#[differentiate(compiled)]
+fn energy(p: &Pt, x: f64) -> f64 {
+    p.a * x * x + p.b.sin() * x
+}
+
+#[differentiate(tape)]
+fn energy_tape(p: &Pt, x: f64) -> f64 {
+    p.a * x * x + p.b.sin() * x
+}
+
+#[differentiate(compiled)]
+fn by_value(p: Pt, x: f64) -> f64 {
+    let s = p.a * p.b;
+    if p.a > p.b {
+        s * x
+    } else {
+        s.exp() - x
+    }
+}
+
+#[differentiate(compiled)]
+fn nested(body: &Body, v: f64) -> f64 {
+    let mut total = 0.0;
+    for k in 0..body.steps {
+        let t = k as f64 * 0.5;
+        total += body.mass * (body.position.a + v * t).powi(2) - body.drag * body.position.b * t;
+    }
+    total / body.name.len() as f64
+}
+
+#[differentiate(tape)]
+fn nested_tape(body: &Body, v: f64) -> f64 {
+    let mut total = 0.0;
+    for k in 0..body.steps {
+        let t = k as f64 * 0.5;
+        total += body.mass * (body.position.a + v * t).powi(2) - body.drag * body.position.b * t;
+    }
+    total / body.name.len() as f64
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * (1.0 + a.abs().max(b.abs()))
+}
+
+#[test]
+fn fields_of_a_reference_are_reals() {
+    let p = Pt { a: 1.5, b: -0.3 };
+    let x = 0.7;
+    let (value, g) = energy::value_and_grad(&p, x);
+    assert_eq!(value, energy(&p, x));
+    assert!(close(g.p.a, x * x));
+    assert!(close(g.p.b, p.b.cos() * x));
+    assert!(close(g.x, 2.0 * p.a * x + p.b.sin()));
+    let t = energy_tape::grad(&p, x);
+    assert!(close(t.p.a, g.p.a) && close(t.p.b, g.p.b) && close(t.x, g.x));
+    assert!(energy::tape_stats(&p, x).compiled);
+}
+
+#[test]
+fn fields_of_a_value_and_a_branch() {
+    for p in [Pt { a: 0.9, b: 0.2 }, Pt { a: 0.1, b: 0.4 }] {
+        let x = 1.3;
+        let g = by_value::grad(p, x);
+        let s = p.a * p.b;
+        let (da, db, dx) = if p.a > p.b {
+            (p.b * x, p.a * x, s)
+        } else {
+            (s.exp() * p.b, s.exp() * p.a, -1.0)
+        };
+        assert!(
+            close(g.p.a, da) && close(g.p.b, db) && close(g.x, dx),
+            "{g:?}"
+        );
+    }
+}
+
+#[test]
+fn nested_fields_no_grad_fields_and_plain_fields() {
+    let body = Body {
+        position: Pt { a: 0.4, b: 1.1 },
+        mass: 2.5,
+        drag: 0.75,
+        steps: 6,
+        name: "probe".into(),
+    };
+    let v = 0.3;
+    let (value, g) = nested::value_and_grad(&body, v);
+    assert_eq!(value, nested(&body, v));
+    let t = nested_tape::grad(&body, v);
+    assert_eq!(g.body.drag, body.drag, "a #[no_grad] field keeps its value");
+    assert_eq!(g.body.name, body.name);
+    assert!(close(g.body.mass, t.body.mass));
+    assert!(close(g.body.position.a, t.body.position.a));
+    assert!(close(g.body.position.b, t.body.position.b));
+    assert!(close(g.v, t.v));
+    nested::check_derivatives(&body, v).assert_within(1e-6);
+    // Second order through the compiled passes on dual numbers.
+    let h = nested::hessian(&body, v);
+    let ht = nested_tape::hessian(&body, v);
+    for (row, row_t) in h.iter().zip(&ht) {
+        assert!(close(row.body.mass, row_t.body.mass) && close(row.v, row_t.v));
+        assert!(close(row.body.position.a, row_t.body.position.a));
+    }
+}
+
+#[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Weights(pub f32, pub f32);
+
+/// `f32`, a tuple struct, a vector result.
+#[differentiate(compiled)]
+fn affine(w: Weights, x: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0; x.len()];
+    for i in 0..x.len() {
+        out[i] = w.0 * x[i] + w.1;
+    }
+    out
+}
+
+#[test]
+fn a_tuple_struct_in_f32_with_a_vector_result() {
+    let w = Weights(1.5, -0.5);
+    let x = [1.0_f32, 2.0, 3.0];
+    let (value, rows) = affine::jacobian(w, &x);
+    assert_eq!(value, affine(w, &x));
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.w, Weights(x[i], 1.0));
+        for (j, dx) in row.x.iter().enumerate() {
+            assert_eq!(*dx, if i == j { w.0 } else { 0.0 });
+        }
+    }
+    let seed = [1.0_f32, 0.5, 0.25];
+    let (_, g) = affine::vjp(w, &x, &seed.to_vec());
+    assert_eq!(g.w, Weights(1.0 + 1.0 + 0.75, 1.75));
+    // jvp against vjp by the dot-product identity.
+    let tangent = affine::Grad {
+        w: Weights(0.3, -0.2),
+        x: vec![0.1, -0.4, 0.7],
+    };
+    let (_, jv) = affine::jvp(w, &x, &tangent);
+    let lhs: f32 = jv.iter().zip(&seed).map(|(a, b)| a * b).sum();
+    let rhs = g.w.0 * 0.3 + g.w.1 * -0.2 + g.x[0] * 0.1 + g.x[1] * -0.4 + g.x[2] * 0.7;
+    assert!((lhs - rhs).abs() < 1e-5, "{lhs} {rhs}");
+}
+
+/// A tape function calling a compiled function of a user type (one node
+/// whose partials the compiled adjoint computes), and a compiled function
+/// passing it constant data.
+#[differentiate(tape)]
+fn tape_caller(p: &Pt, x: f64) -> f64 {
+    energy(p, x) * x
+}
+
+#[differentiate(compiled)]
+fn constant_pt(x: f64, #[no_grad] p: &Pt) -> f64 {
+    energy(p, x) + x
+}
+
+#[test]
+fn callers_on_the_tape_and_with_constants() {
+    let p = Pt { a: 0.8, b: 0.3 };
+    let x = -1.2;
+    let g = tape_caller::grad(&p, x);
+    let e = energy::grad(&p, x);
+    assert!(close(g.p.a, e.p.a * x) && close(g.p.b, e.p.b * x));
+    assert!(close(g.x, e.x * x + energy(&p, x)));
+    tape_caller::check_derivatives(&p, x).assert_within(1e-6);
+    let c = constant_pt::grad(x, &p);
+    assert!(close(c.x, e.x + 1.0));
+    // Forward over reverse through the tape node: row 2 (of x) against
+    // central differences of the gradient (h = 1e-5: truncation error
+    // ~1e-10 times the third derivative, which is O(1) here).
+    let h = tape_caller::hessian(&p, x);
+    assert_eq!(h.len(), 3);
+    let step = 1e-5;
+    let (up, down) = (
+        tape_caller::grad(&p, x + step),
+        tape_caller::grad(&p, x - step),
+    );
+    assert!((h[2].x - (up.x - down.x) / (2.0 * step)).abs() < 1e-6);
+    assert!((h[2].p.a - (up.p.a - down.p.a) / (2.0 * step)).abs() < 1e-6);
+    assert!((h[2].p.b - (up.p.b - down.p.b) / (2.0 * step)).abs() < 1e-6);
+}
+
+#[test]
+fn grad_into_adds_to_a_user_type() {
+    let p = Pt { a: 1.0, b: 2.0 };
+    let mut sum = energy::Grad {
+        p: Pt { a: 10.0, b: 20.0 },
+        x: 0.0,
+    };
+    let v1 = energy::grad_into(&p, 0.5, &mut sum);
+    let v2 = energy::grad_into(&p, 0.25, &mut sum);
+    assert_eq!(v1, energy(&p, 0.5));
+    assert_eq!(v2, energy(&p, 0.25));
+    let (g1, g2) = (energy::grad(&p, 0.5), energy::grad(&p, 0.25));
+    assert!(close(sum.p.a, 10.0 + g1.p.a + g2.p.a));
+    assert!(close(sum.p.b, 20.0 + g1.p.b + g2.p.b));
+}
+
+/// Locals built by struct literals: their fields are variables, read,
+/// assigned and rebuilt by name.
+#[differentiate(compiled)]
+fn literals(x: f64, y: f64, p: &Pt) -> f64 {
+    let q = Pt {
+        a: x * y,
+        b: if x > 0.0 { x.sin() } else { y },
+    };
+    let mut r = Body {
+        position: Pt { a: q.b, b: p.a },
+        mass: 2.0,
+        drag: 0.5,
+        steps: 3,
+        name: String::new(),
+    };
+    for _ in 0..r.steps {
+        r.position.a += r.mass * q.a;
+        r.mass *= 0.5 + p.b;
+    }
+    let s = q;
+    r = Body {
+        position: Pt {
+            a: r.position.b,
+            b: r.position.a,
+        },
+        mass: r.mass,
+        drag: r.drag,
+        steps: r.steps,
+        name: String::new(),
+    };
+    s.a * r.position.b + r.mass - r.drag * r.position.a
+}
+
+/// The same computation with scalars, on the tape (the tape does not take
+/// `mut` locals built by struct literals).
+#[differentiate(tape)]
+fn literals_tape(x: f64, y: f64, p: &Pt) -> f64 {
+    let (qa, qb) = (x * y, if x > 0.0 { x.sin() } else { y });
+    let (mut ra, rb, mut mass) = (qb, p.a, 2.0);
+    for _ in 0..3 {
+        ra += mass * qa;
+        mass *= 0.5 + p.b;
+    }
+    let (ra, rb) = (rb, ra);
+    qa * rb + mass - 0.5 * ra
+}
+
+#[test]
+fn struct_literals_are_their_fields() {
+    let p = Pt { a: 0.3, b: -0.1 };
+    for (x, y) in [(0.7, 1.1), (-0.4, 0.9)] {
+        let (value, g) = literals::value_and_grad(x, y, &p);
+        assert_eq!(value, literals(x, y, &p));
+        let t = literals_tape::grad(x, y, &p);
+        assert!(close(g.x, t.x) && close(g.y, t.y), "{g:?} {t:?}");
+        assert!(close(g.p.a, t.p.a) && close(g.p.b, t.p.b), "{g:?} {t:?}");
+        literals::check_derivatives(x, y, &p).assert_within(1e-6);
+    }
+}
+
+/// A type that does not derive `Differentiable`, built and read by its
+/// fields: on the compiled path it is just its fields.
+struct Plain {
+    x: f64,
+    k: i32,
+}
+
+#[differentiate(compiled)]
+fn plain_literal(a: f64, b: f64) -> f64 {
+    let mut p = Plain { x: a * b, k: 2 };
+    p.x += a.powi(p.k);
+    p.x / b
+}
+
+#[test]
+fn a_literal_of_a_type_without_the_derive() {
+    let (a, b) = (1.5, -0.5);
+    let g = plain_literal::grad(a, b);
+    // f = a + a²/b: ∂f/∂a = 1 + 2a/b, ∂f/∂b = -a²/b².
+    assert!(close(g.a, 1.0 + 2.0 * a / b) && close(g.b, -a * a / (b * b)));
+}
