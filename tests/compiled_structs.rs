@@ -301,3 +301,132 @@ fn a_literal_of_a_type_without_the_derive() {
     // f = a + a²/b: ∂f/∂a = 1 + 2a/b, ∂f/∂b = -a²/b².
     assert!(close(g.a, 1.0 + 2.0 * a / b) && close(g.b, -a * a / (b * b)));
 }
+
+/// Results of user types: the fields of the result are variables, the
+/// passes return its twin.
+#[differentiate(compiled)]
+#[allow(clippy::let_and_return)] // a local built by a literal, returned
+fn combine(p: &Pt, q: &Pt, t: f64) -> Pt {
+    if t > 0.0 {
+        return Pt {
+            a: p.a * t + q.a,
+            b: (p.b - q.b).exp(),
+        };
+    }
+    let r = Pt {
+        a: q.a * q.b,
+        b: 1.5,
+    };
+    r
+}
+
+#[differentiate(tape)]
+fn combine_tape(p: &Pt, q: &Pt, t: f64) -> Pt {
+    if t > 0.0 {
+        return Pt {
+            a: p.a * t + q.a,
+            b: (p.b - q.b).exp(),
+        };
+    }
+    Pt {
+        a: q.a * q.b,
+        b: 1.5,
+    }
+}
+
+#[differentiate(compiled)]
+fn launch(p: &Pt, speed: f64) -> Body {
+    Body {
+        position: Pt {
+            a: p.a + speed,
+            b: p.b * speed,
+        },
+        mass: speed * speed,
+        drag: 0.25,
+        steps: 4,
+        name: "launched".to_string(),
+    }
+}
+
+#[differentiate(tape)]
+fn launch_tape(p: &Pt, speed: f64) -> Body {
+    Body {
+        position: Pt {
+            a: p.a + speed,
+            b: p.b * speed,
+        },
+        mass: speed * speed,
+        drag: 0.25,
+        steps: 4,
+        name: "launched".to_string(),
+    }
+}
+
+/// A tape function calling compiled functions that return user types.
+#[differentiate(tape)]
+fn energy_after_launch(p: &Pt, speed: f64) -> f64 {
+    let body = launch(p, speed);
+    let c = combine(&body.position, p, speed);
+    body.mass * c.a + c.b * body.drag
+}
+
+#[test]
+fn results_of_user_types() {
+    let (p, q) = (Pt { a: 0.5, b: -0.25 }, Pt { a: 1.25, b: 0.75 });
+    for t in [0.8, -0.6] {
+        let (value, rows) = combine::jacobian(&p, &q, t);
+        let (value_t, rows_t) = combine_tape::jacobian(&p, &q, t);
+        assert_eq!(value, combine(&p, &q, t));
+        assert_eq!(value, value_t);
+        assert_eq!(rows.len(), 2);
+        for (row, row_t) in rows.iter().zip(&rows_t) {
+            assert!(close(row.p.a, row_t.p.a) && close(row.p.b, row_t.p.b));
+            assert!(close(row.q.a, row_t.q.a) && close(row.q.b, row_t.q.b));
+            assert!(close(row.t, row_t.t));
+        }
+        let seed = Pt { a: 0.3, b: -1.1 };
+        let (_, g) = combine::vjp(&p, &q, t, &seed);
+        let tangent = combine::Grad {
+            p: Pt { a: 0.2, b: -0.7 },
+            q: Pt { a: 1.1, b: 0.4 },
+            t: 0.9,
+        };
+        let (value_j, jv) = combine::jvp(&p, &q, t, &tangent);
+        assert_eq!(value_j, value);
+        let lhs = seed.a * jv.a + seed.b * jv.b;
+        let rhs = g.p.a * 0.2 + g.p.b * -0.7 + g.q.a * 1.1 + g.q.b * 0.4 + g.t * 0.9;
+        assert!(close(lhs, rhs), "{lhs} {rhs}");
+        combine::check_derivatives(&p, &q, t).assert_within(1e-6);
+    }
+    let (body, rows) = launch::jacobian(&p, 1.5);
+    let (body_t, rows_t) = launch_tape::jacobian(&p, 1.5);
+    assert_eq!(body, body_t);
+    assert_eq!(body.name, "launched");
+    // The reals of a `Body`: position.a, position.b, mass (`drag` is
+    // `#[no_grad]`).
+    assert_eq!(rows.len(), 3);
+    for (row, row_t) in rows.iter().zip(&rows_t) {
+        assert!(close(row.p.a, row_t.p.a) && close(row.p.b, row_t.p.b));
+        assert!(close(row.speed, row_t.speed));
+    }
+    let g = energy_after_launch::grad(&p, 1.5);
+    energy_after_launch::check_derivatives(&p, 1.5).assert_within(1e-6);
+    assert!(g.speed.is_finite());
+}
+
+/// A result whose fields are copies of fields of unknown type: the macro
+/// cannot tell they are reals, so the function stays on the tape (copied
+/// as plain data, their derivatives would be lost).
+#[differentiate]
+fn swapped(p: &Pt) -> Pt {
+    Pt { a: p.b, b: p.a }
+}
+
+#[test]
+fn copies_of_fields_into_a_result_keep_their_derivatives() {
+    let p = Pt { a: 0.5, b: -2.0 };
+    let (value, rows) = swapped::jacobian(&p);
+    assert_eq!(value, Pt { a: -2.0, b: 0.5 });
+    assert_eq!(rows[0].p, Pt { a: 0.0, b: 1.0 });
+    assert_eq!(rows[1].p, Pt { a: 1.0, b: 0.0 });
+}

@@ -195,6 +195,15 @@ impl Signature {
         }
     }
 
+    /// The result's type, if it is a user type (a struct deriving
+    /// `Differentiable`).
+    pub(crate) fn struct_output(&self) -> Option<&Type> {
+        match &self.output {
+            Output::Structured(ty) if crate::types::is_user_type(ty) => Some(ty),
+            _ => None,
+        }
+    }
+
     /// For a result `Result<f64, E>` (of the function's precision): `E`.
     /// `grad` and `value_and_grad` then return `Result`s.
     pub(crate) fn fallible_real(&self) -> Option<&Type> {

@@ -51,9 +51,68 @@ pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported
             break;
         }
     }
+    // A field of a result of a user type takes its value whatever its type
+    // is: an unknown one there would be a derivative lost.
+    if let Some(value) = &function.result_struct {
+        if let Some((_, var)) = value.leaves().into_iter().find(|&(_, var)| unknown[var]) {
+            return Err(unknown_result(function, var));
+        }
+    }
     let mut problem = None;
     check_block(&function.body, function, &unknown, &mut problem);
     problem.map_or(Ok(()), Err)
+}
+
+/// The first field read whose copy reaches the result field `var`.
+fn unknown_result(function: &Function, var: VarId) -> Unsupported {
+    let mut source = None;
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Assign {
+            place: Place::Var(target),
+            value,
+            ..
+        } = &stmt.kind
+        {
+            if *target == var && source.is_none() {
+                source = Some(value.clone());
+            }
+        }
+    });
+    match source {
+        Some(value) => {
+            let mut origin = value.clone();
+            // Follow copies back to the field.
+            for _ in 0..function.vars.len() {
+                let ExprKind::Var(v) = origin.kind else {
+                    break;
+                };
+                if matches!(function.vars[v].origin, Origin::Field(_)) {
+                    return unknown_use(&value, v, function);
+                }
+                let mut next = None;
+                function.body.each_stmt(&mut |stmt| {
+                    if let StmtKind::Let {
+                        var,
+                        init: Some(init),
+                    } = &stmt.kind
+                    {
+                        if *var == v && next.is_none() {
+                            next = Some(init.clone());
+                        }
+                    }
+                });
+                match next {
+                    Some(next) => origin = next,
+                    None => break,
+                }
+            }
+            unknown_use(&value, var, function)
+        }
+        None => Unsupported::new(
+            function.vars[var].span,
+            "deltad cannot tell whether a field of the result is a real",
+        ),
+    }
 }
 
 fn check_block(

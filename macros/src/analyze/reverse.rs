@@ -182,6 +182,12 @@ impl<'a> Planner<'a> {
     fn usefulness(&mut self) {
         let useful = &mut self.plan.useful;
         useful[self.function.result] = true;
+        // A result of a user type: its fields.
+        if let Some(value) = &self.function.result_struct {
+            for (_, var) in value.leaves() {
+                useful[var] = self.active[var];
+            }
+        }
         loop {
             let mut changed = false;
             self.function.body.each_stmt(&mut |stmt| {
@@ -271,7 +277,9 @@ impl<'a> Planner<'a> {
             for var in outside_uses(body) {
                 // The loop's own variable is there; the result is only
                 // assigned on the way out (`return`).
-                if Some(var) == loop_var(stmt) || var == function.result {
+                if Some(var) == loop_var(stmt)
+                    || function.vars[var].origin == crate::ir::Origin::Result
+                {
                     continue;
                 }
                 self.reads.push(Read {

@@ -49,7 +49,7 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
     let output = match signature.buffer_output() {
         Some(BufferOutput::Array(_)) => !const_generic,
         Some(BufferOutput::Vec) => true,
-        None => matches!(signature.output, Output::Real),
+        None => matches!(signature.output, Output::Real) || signature.struct_output().is_some(),
     };
     output
         && signature.params.iter().all(|p| {
@@ -200,7 +200,13 @@ impl Generator<'_> {
                 body
             }
         };
+        let struct_output = self.signature.struct_output();
         let (output, output_adjoint, sweep) = match self.signature.buffer_output() {
+            None if struct_output.is_some() => (
+                quote!(::deltad::__private::TwinOf<#struct_output, #s>),
+                quote!(::deltad::__private::TwinOf<#struct_output, #s>),
+                quote!(::deltad::__private::seed_recorded_and_sweep::<#s, #struct_output>(#tape, &__deltad_output, &#out, #adjoints);),
+            ),
             None => (
                 quote!(#s),
                 quote!(#s),
@@ -219,6 +225,9 @@ impl Generator<'_> {
             ),
         };
         let value = match self.signature.buffer_output() {
+            None if struct_output.is_some() => quote! {
+                ::deltad::__private::twin_of_recorded::<#s, #struct_output>(&#record(#tape, #(#constants),*))
+            },
             None => quote!(#record(#tape, #(#constants),*).value()),
             Some(_) => quote! {
                 ::deltad::__private::recorded_values::<#s, _, #output>(&#record(#tape, #(#constants),*))
@@ -376,6 +385,55 @@ impl Generator<'_> {
             }
         }
         let plain_args = fwd_args.clone();
+        if let Some(ty) = self.signature.struct_output() {
+            // One binding per real of the result, as for a buffer result.
+            let (kept, count, k, seed, outputs, leaves) = (
+                Ident::new("__deltad_kept", Span::mixed_site()),
+                Ident::new("__deltad_count", Span::mixed_site()),
+                Ident::new("__deltad_k", Span::mixed_site()),
+                Ident::new("__deltad_seed", Span::mixed_site()),
+                Ident::new("__deltad_outputs", Span::mixed_site()),
+                Ident::new("__deltad_leaves", Span::mixed_site()),
+            );
+            let real = quote!(::deltad::__private::Real);
+            let twin = quote!(::deltad::__private::TwinOf<#ty, #s>);
+            return quote! {
+                let mut #ids: ::std::vec::Vec<::core::option::Option<::deltad::__private::DeltaId>> =
+                    ::std::vec::Vec::new();
+                #(#values)*
+                if #ids.iter().all(::core::option::Option::is_none) {
+                    let #value: #twin = #fwd(&mut ::deltad::__private::NoRecord, #(#plain_args),*);
+                    let mut #leaves: ::std::vec::Vec<#s> = ::std::vec::Vec::new();
+                    ::deltad::__private::twin_leaves::<#s, #ty>(&#value, &mut #leaves);
+                    let #outputs: ::std::vec::Vec<#real<'_, #s>> =
+                        #leaves.iter().map(|&__deltad_v| #real::constant(__deltad_v)).collect();
+                    return ::deltad::__private::twin_of_outputs::<#s, #ty>(&#value, &#outputs);
+                }
+                let (#value, #outputs) = ::deltad::__private::with_stack::<#s, _>(|#stack| {
+                    let #value: #twin = #fwd(&mut *#stack, #(#fwd_args),*);
+                    let mut #leaves: ::std::vec::Vec<#s> = ::std::vec::Vec::new();
+                    ::deltad::__private::twin_leaves::<#s, #ty>(&#value, &mut #leaves);
+                    let #count = #leaves.len();
+                    ::deltad::__private::with_stack::<#s, _>(|#kept| {
+                    ::core::clone::Clone::clone_from(&mut *#kept, &*#stack);
+                    let mut #outputs: ::std::vec::Vec<#real<'_, #s>> = ::std::vec::Vec::with_capacity(#count);
+                    for #k in 0..#count {
+                        if #k > 0 {
+                            ::core::clone::Clone::clone_from(&mut *#stack, &*#kept);
+                        }
+                        #(#gradients)*
+                        let #seed: #twin = ::deltad::__private::twin_unit::<#s, #ty>(&#value, #k);
+                        #adj(&mut *#stack, #(#plain_args,)* #seed, #(#sinks),*);
+                        let mut #partials: ::std::vec::Vec<#s> = ::std::vec::Vec::with_capacity(#ids.len());
+                        #(#collect)*
+                        #outputs.push(::deltad::__private::compiled_output(#tape, #leaves[#k], &#ids, &#partials));
+                    }
+                    (#value, #outputs)
+                    })
+                });
+                ::deltad::__private::twin_of_outputs::<#s, #ty>(&#value, &#outputs)
+            };
+        }
         if let Some(buffer) = self.signature.buffer_output() {
             // One binding per output real, each with its partials: one
             // forward pass, then the adjoint per output real from a copy of

@@ -49,6 +49,9 @@ impl Generator<'_> {
     /// `Vec` / array of it.
     fn pass_output_type(&self, scalar: Scalar) -> TokenStream {
         let s = self.scalar_type(scalar);
+        if let Some(ty) = self.signature.struct_output() {
+            return quote!(::deltad::__private::TwinOf<#ty, #s>);
+        }
         match self.signature.buffer_output() {
             None => s,
             Some(BufferOutput::Vec) => quote!(::std::vec::Vec<#s>),
@@ -206,6 +209,37 @@ impl Generator<'_> {
         quote!(#grad { #(#fields,)* #phantom })
     }
 
+    /// The result in the user's type, from the forward pass's result
+    /// `value` on the machine float (a user type's twin converted).
+    fn user_result(&self, value: TokenStream) -> TokenStream {
+        let prim = &self.prim;
+        match self.signature.struct_output() {
+            Some(ty) => quote!(::deltad::__private::twin_value::<#prim, #ty>(&#value)),
+            None => value,
+        }
+    }
+
+    /// The number of reals of the result `value`, the seed selecting real
+    /// `k` of it, and one of zeros (a buffer or a user type's twin).
+    fn result_seeds(&self, value: &Ident, k: &Ident) -> (TokenStream, TokenStream, TokenStream) {
+        let prim = &self.prim;
+        match self.signature.struct_output() {
+            Some(ty) => (
+                quote!(::deltad::__private::twin_leaf_count::<#prim, #ty>(&#value)),
+                quote!(::deltad::__private::twin_unit::<#prim, #ty>(&#value, #k)),
+                quote!(::deltad::__private::twin_zeros_like::<#prim, #ty>(&#value)),
+            ),
+            None => {
+                let count = quote!(::deltad::__private::ResultBuffer::elements(&#value).len());
+                (
+                    count.clone(),
+                    quote!(::deltad::__private::unit_seed::<#prim, _>(#count, #k)),
+                    quote!(::deltad::__private::zeros::<#prim, _>(#count)),
+                )
+            }
+        }
+    }
+
     fn no_active_params(&self) -> bool {
         !self.signature.params.iter().any(|p| p.kind.is_active())
     }
@@ -320,8 +354,13 @@ impl Generator<'_> {
         let value = Ident::new("__deltad_value", Span::mixed_site());
         let output = self.pass_output_type(Scalar::Machine);
         // A buffer result's seed: checked against the result, copied into
-        // the adjoint's own buffer.
+        // the adjoint's own buffer; a user type's: its twin.
+        let prim = &self.prim;
         let seed = match self.signature.buffer_output() {
+            None if self.signature.struct_output().is_some() => {
+                let ty = self.signature.struct_output();
+                quote!(::deltad::__private::twin_values::<#prim, #ty>(#seed))
+            }
             None => seed,
             Some(_) => quote! {
                 ::deltad::__private::seed_of(
@@ -364,13 +403,11 @@ impl Generator<'_> {
         let value = Ident::new("__deltad_value", Span::mixed_site());
         let kept = Ident::new("__deltad_kept", Span::mixed_site());
         let output = self.pass_output_type(Scalar::Machine);
-        let seed = match self.signature.buffer_output() {
-            None => quote!(<#prim as ::deltad::__private::Primitive>::ONE),
-            Some(_) => quote! {
-                ::deltad::__private::zeros::<#prim, _>(
-                    ::deltad::__private::ResultBuffer::elements(&#value).len(),
-                )
-            },
+        let seed = if matches!(self.signature.output, crate::signature::Output::Real) {
+            quote!(<#prim as ::deltad::__private::Primitive>::ONE)
+        } else {
+            let unused = Ident::new("__deltad_k", Span::mixed_site());
+            self.result_seeds(&value, &unused).2
         };
         let sinks = self
             .signature
@@ -399,10 +436,11 @@ impl Generator<'_> {
             None => quote!(<#prim as ::deltad::__private::Primitive>::ONE),
         };
         let run = self.compiled_reverse(seed, &grad);
+        let result = self.user_result(quote!(__deltad_result));
         quote! {
             let mut #grad = #zero;
             let __deltad_result = #run;
-            (__deltad_result, #grad)
+            (#result, #grad)
         }
     }
 
@@ -442,7 +480,7 @@ impl Generator<'_> {
     }
 
     pub(super) fn compiled_jacobian_body(&self) -> TokenStream {
-        if self.signature.buffer_output().is_none() {
+        if matches!(self.signature.output, crate::signature::Output::Real) {
             let body = self.compiled_value_and_grad_body(None);
             return quote! {
                 let (__deltad_value, __deltad_row) = { #body };
@@ -472,12 +510,14 @@ impl Generator<'_> {
             Ident::new("__deltad_seed", Span::mixed_site()),
         );
         let (before, after) = self.struct_passes(&grad);
+        let (count_of, unit, _) = self.result_seeds(&value, &k);
+        let result = self.user_result(quote!(#value));
         let (_, run) = self.with_stack(
             Scalar::Machine,
             quote! {
                 #before
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
-                let #count = ::deltad::__private::ResultBuffer::elements(&#value).len();
+                let #count = #count_of;
                 // A copy of what the forward pass kept, in a second pooled
                 // stack.
                 ::deltad::__private::with_stack::<#prim, _>(|#kept| {
@@ -489,12 +529,12 @@ impl Generator<'_> {
                     }
                     let mut #grad = #zero;
                     #before
-                    let #seed = ::deltad::__private::unit_seed::<#prim, _>(#count, #k);
+                    let #seed = #unit;
                     #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
                     #after
                     #rows.push(#grad);
                 }
-                (#value, #rows)
+                (#result, #rows)
                 })
             },
         );
@@ -512,6 +552,14 @@ impl Generator<'_> {
         let args = self.pass_args(Scalar::Dual, true);
         let dual_output = self.pass_output_type(Scalar::Dual);
         let split = match self.signature.buffer_output() {
+            None if self.signature.struct_output().is_some() => {
+                let ty = self.signature.struct_output();
+                let dual = quote!(::deltad::__private::Dual<#prim>);
+                quote! {(
+                    ::deltad::__private::twin_gradient::<#dual, #ty>(&__deltad_result, |__deltad_d| __deltad_d.value),
+                    ::deltad::__private::twin_gradient::<#dual, #ty>(&__deltad_result, |__deltad_d| __deltad_d.tangent),
+                )}
+            }
             None => quote!((__deltad_result.value, __deltad_result.tangent)),
             Some(_) => {
                 let output = self.pass_output_type(Scalar::Machine);

@@ -167,6 +167,9 @@ pub(crate) fn module(
     let markers = signature
         .filter(|signature| has_compiled_convention(signature))
         .map(|signature| compiled::Passes::markers(signature, compiled.is_some()));
+    let output_alias = signature
+        .filter(|signature| has_compiled_convention(signature))
+        .map(compiled::Passes::output_alias);
     quote! {
         #(#cfgs)*
         #[doc = #module_doc]
@@ -182,6 +185,7 @@ pub(crate) fn module(
                 // name of the user's module is shadowed).
                 use ::core::iter::{Iterator as _, IntoIterator as _, DoubleEndedIterator as _, ExactSizeIterator as _};
                 use ::core::clone::Clone as _;
+                #output_alias
                 #contents
             }
         }

@@ -51,6 +51,40 @@ pub(crate) struct Function {
     pub block_count: usize,
     /// The fields read of values of user types, by [`Origin::Field`].
     pub fields: Vec<FieldLeaf>,
+    /// For a function returning a user type: the result's fields, each a
+    /// variable assigned by every `return` and the body's tail.
+    pub result_struct: Option<StructValue>,
+}
+
+/// A value of a user type built from variables: the type's path as written
+/// in its struct literal, and each field's variable (or nested value).
+pub(crate) struct StructValue {
+    pub path: syn::Path,
+    pub fields: Vec<(syn::Member, StructField)>,
+}
+
+pub(crate) enum StructField {
+    Var(VarId),
+    Struct(StructValue),
+}
+
+impl StructValue {
+    /// Every field variable, with the members leading to it.
+    pub(crate) fn leaves(&self) -> Vec<(Vec<syn::Member>, VarId)> {
+        let mut out = Vec::new();
+        for (member, field) in &self.fields {
+            match field {
+                StructField::Var(var) => out.push((vec![member.clone()], *var)),
+                StructField::Struct(nested) => {
+                    for (mut members, var) in nested.leaves() {
+                        members.insert(0, member.clone());
+                        out.push((members, var));
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// A field of a value of a user type that the body reads (`p.mass`,

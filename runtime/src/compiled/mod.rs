@@ -44,7 +44,8 @@ pub(crate) use stack::{
     F64_STACKS,
 };
 pub use structs::{
-    add_twin_gradient, twin_duals, twin_gradient, twin_leaves, twin_of_recorded, twin_values,
-    twin_zeros, twin_zeros_like, Active, Owned, RealLeaf, StructParam, StructValueParam, TwinOf,
-    TwinSink,
+    add_twin_gradient, leaf_constant, seed_recorded_and_sweep, twin_duals, twin_gradient,
+    twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded, twin_unit, twin_value,
+    twin_values, twin_zeros, twin_zeros_like, Active, FromConstant, Owned, RealLeaf, StructParam,
+    StructValueParam, TwinOf, TwinSink,
 };

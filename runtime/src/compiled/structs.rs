@@ -26,6 +26,7 @@ use crate::dual::Dual;
 use crate::forward::Seeds;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
+use crate::tape::Tape;
 
 /// A differentiated real leaf of a user type's twin in a compiled pass.
 #[repr(transparent)]
@@ -74,6 +75,43 @@ pub trait RealLeaf<S> {
     fn scalar(&self) -> S;
     /// Adds `adjoint` to the leaf (an adjoint twin's leaf).
     fn accumulate(&mut self, adjoint: S);
+    /// The adjoint the leaf holds (an adjoint twin's leaf; 0 for a
+    /// constant one, whose value is not an adjoint).
+    fn adjoint(&self) -> S;
+}
+
+/// A real leaf of a twin made from a constant: a differentiated leaf gets
+/// the constant lifted, a `#[no_grad]` one the constant itself (the field's
+/// type decides which).
+pub trait FromConstant<P> {
+    /// The leaf holding `value`.
+    fn from_constant(value: P) -> Self;
+}
+
+impl<S: Scalar> FromConstant<S::Prim> for Active<S> {
+    #[inline(always)]
+    fn from_constant(value: S::Prim) -> Self {
+        Active(S::from_prim(value))
+    }
+}
+
+macro_rules! constant_from {
+    ($($p:ident)*) => {$(
+        impl FromConstant<$p> for $p {
+            #[inline(always)]
+            fn from_constant(value: $p) -> $p {
+                value
+            }
+        }
+    )*};
+}
+constant_from!(f64 f32);
+
+/// The leaf of a twin field holding the constant `value` (its type decides
+/// whether the constant is lifted).
+#[inline(always)]
+pub fn leaf_constant<P, L: FromConstant<P>>(value: P) -> L {
+    L::from_constant(value)
 }
 
 impl<S: Scalar> RealLeaf<S> for Active<S> {
@@ -84,6 +122,10 @@ impl<S: Scalar> RealLeaf<S> for Active<S> {
     #[inline(always)]
     fn accumulate(&mut self, adjoint: S) {
         self.0 += adjoint;
+    }
+    #[inline(always)]
+    fn adjoint(&self) -> S {
+        self.0
     }
 }
 
@@ -96,6 +138,10 @@ macro_rules! constant_leaf {
             }
             #[inline(always)]
             fn accumulate(&mut self, _adjoint: S) {}
+            #[inline(always)]
+            fn adjoint(&self) -> S {
+                S::zero()
+            }
         }
     )*};
 }
@@ -135,6 +181,66 @@ pub fn twin_gradient<S: Scalar, T: Differentiable<S::Prim>>(
     mut part: impl FnMut(S) -> S::Prim,
 ) -> T {
     T::from_twin(T::map_twin(adjoint, &mut |leaf: &Active<S>| part(leaf.0)))
+}
+
+/// The value in the user's type of a twin of the pass (a result).
+#[inline]
+pub fn twin_value<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> T {
+    twin_gradient(twin, |x: S| x.to_prim())
+}
+
+/// A twin shaped like `like` whose real leaf number `unit` (in leaf order)
+/// is 1 and the others 0: the seed of a Jacobian's row.
+pub fn twin_unit<S: Scalar, T: Differentiable<S::Prim>>(
+    like: &TwinOf<T, S>,
+    unit: usize,
+) -> TwinOf<T, S> {
+    let mut index = 0;
+    T::map_twin(like, &mut |_: &Active<S>| {
+        let leaf = if index == unit { S::one() } else { S::zero() };
+        index += 1;
+        Active(leaf)
+    })
+}
+
+/// How many real leaves a twin has.
+pub fn twin_leaf_count<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> usize {
+    let mut count = 0;
+    let _ = T::map_twin(twin, &mut |_: &Active<S>| count += 1);
+    count
+}
+
+/// The twin of dual values a compiled function's result takes on a tape:
+/// its real leaves `outputs` (in leaf order), its discrete data `value`'s.
+pub fn twin_of_outputs<'t, S: Scalar, T: Differentiable<S::Prim>>(
+    value: &TwinOf<T, S>,
+    outputs: &[Real<'t, S>],
+) -> T::Twin<Real<'t, S>> {
+    let mut next = outputs.iter();
+    T::map_twin(value, &mut |_: &Active<S>| {
+        *next
+            .next()
+            .expect("deltad: as many outputs as the result has reals")
+    })
+}
+
+/// Seeds the reals of a recorded result with the adjoint twin `out` in a
+/// fresh adjoint array and sweeps the tape (the compiled passes of a
+/// function on the tape).
+pub fn seed_recorded_and_sweep<'t, S: Scalar + 't, T: Differentiable<S::Prim>>(
+    tape: &'t Tape<S>,
+    dual: &T::Twin<Real<'t, S>>,
+    out: &TwinOf<T, S>,
+    adjoints: &mut Vec<S>,
+) {
+    adjoints.clear();
+    adjoints.resize(tape.len(), S::zero());
+    T::seed(
+        dual,
+        &T::map_twin(out, &mut |leaf: &Active<S>| leaf.0),
+        adjoints,
+    );
+    tape.reverse_sweep(adjoints);
 }
 
 /// Adds the reals of the adjoint twin to those of `grad` (`grad_into`).

@@ -72,6 +72,17 @@ impl Passes<'_> {
                 ::deltad::__private::TwinSink::with(&mut #sink, |#twin| { #(#field_adds)* });
             });
         }
+        // A result of a user type: the adjoints of its fields, from `out`'s.
+        if let Some(value) = &self.function.result_struct {
+            for (members, var) in value.leaves() {
+                if self.active(var) {
+                    let adjoint = self.adjoint(var);
+                    params.push(quote! {
+                        let mut #adjoint: #s = ::deltad::__private::RealLeaf::<#s>::adjoint(&#out #(.#members)*);
+                    });
+                }
+            }
+        }
         let prologue = self.struct_prologue();
         let body = self.rev_block(&self.function.body, &mut visible);
         // Each buffer's sink takes as many adjoints as the buffer has
@@ -93,9 +104,15 @@ impl Passes<'_> {
                     );
                 })
             });
+        // (A result of a user type has its fields' adjoints instead.)
+        let result_adjoint = self
+            .function
+            .result_struct
+            .is_none()
+            .then(|| quote!(let mut #result_adjoint: #adjoint_type = #out;));
         quote! {
             #prologue
-            let mut #result_adjoint: #adjoint_type = #out;
+            #result_adjoint
             #(#lengths)*
             #(#params)*
             #body

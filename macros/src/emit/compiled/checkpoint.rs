@@ -47,7 +47,9 @@ impl Passes<'_> {
         });
         outside
             .into_iter()
-            .filter(|v| written.contains(v) && *v != self.function.result)
+            .filter(|&v| {
+                written.contains(&v) && self.function.vars[v].origin != crate::ir::Origin::Result
+            })
             .collect()
     }
 
@@ -202,11 +204,7 @@ impl Passes<'_> {
         // `return` inside: the result's value is assigned on the way out.
         let mut returns = false;
         body.each_stmt(&mut |s| returns |= matches!(s.kind, StmtKind::Return));
-        let result = returns.then(|| {
-            let result = self.name(self.function.result);
-            let output = self.output_type();
-            quote!(let mut #result: #output;)
-        });
+        let result = returns.then(|| self.result_declarations());
         let (walk_local, segments, s, start, end, j) = (
             format_ident!("__deltad_walk", span = Span::mixed_site()),
             format_ident!("__deltad_segments", span = Span::mixed_site()),

@@ -34,17 +34,78 @@ pub(crate) enum Frame {
 
 impl Passes<'_> {
     pub(crate) fn forward_body(&self) -> TokenStream {
-        let result = self.name(self.function.result);
-        let output = self.output_type();
         let mut frames = Vec::new();
         let body = self.fwd_block(&self.function.body, &mut frames);
         let prologue = self.struct_prologue();
+        let declarations = self.result_declarations();
+        let value = self.result_value();
         quote! {
             #prologue
-            let #result: #output;
+            #declarations
             #body
-            #result
+            #value
         }
+    }
+
+    /// The declarations of the variables the result is assigned to: the
+    /// result, or a user type's fields.
+    pub(crate) fn result_declarations(&self) -> TokenStream {
+        match &self.function.result_struct {
+            Some(value) => {
+                let fields = value.leaves().into_iter().map(|(_, var)| {
+                    let name = self.name(var);
+                    quote!(let mut #name;)
+                });
+                quote!(#(#fields)*)
+            }
+            None => {
+                let result = self.name(self.function.result);
+                let output = self.output_type();
+                quote!(let mut #result: #output;)
+            }
+        }
+    }
+
+    /// The result's value: the result variable, or a user type's twin built
+    /// from its fields.
+    pub(crate) fn result_value(&self) -> TokenStream {
+        match &self.function.result_struct {
+            Some(value) => self.twin_literal(value),
+            None => {
+                let result = self.name(self.function.result);
+                quote!(#result)
+            }
+        }
+    }
+
+    /// The twin of a value of a user type built from its fields' variables
+    /// (`__deltad_twin_Pt::<Active<S>> { a: .., b: .. }`): a differentiated
+    /// field as an `Active`, a constant real as the field's type takes it
+    /// (lifted, or a `#[no_grad]` constant), plain data as it is.
+    pub(crate) fn twin_literal(&self, value: &crate::ir::StructValue) -> TokenStream {
+        let s = &self.scalar;
+        let mut path = value.path.clone();
+        if let Some(last) = path.segments.last_mut() {
+            last.ident = crate::derive::twin_name(&last.ident);
+            last.arguments = syn::PathArguments::None;
+        }
+        let fields = value.fields.iter().map(|(member, field)| {
+            let value = match field {
+                crate::ir::StructField::Struct(nested) => self.twin_literal(nested),
+                crate::ir::StructField::Var(var) => {
+                    let name = self.name(*var);
+                    if self.active(*var) {
+                        quote!(::deltad::__private::Active(#name))
+                    } else if self.analysis.types[*var] == crate::analyze::Ty::Real {
+                        quote!(::deltad::__private::leaf_constant(#name))
+                    } else {
+                        quote!(#name)
+                    }
+                }
+            };
+            quote!(#member: #value)
+        });
+        quote!(#path::<::deltad::__private::Active<#s>> { #(#fields),* })
     }
 
     /// `rec`, reborrowed.
@@ -479,7 +540,7 @@ impl Passes<'_> {
                 if let Some(leave) = self.leaves_replay(None) {
                     return quote!({ #chain #leave });
                 }
-                let result = self.name(self.function.result);
+                let result = self.result_value();
                 quote!({ #chain return #result; })
             }
             StmtKind::Block(block) => self.fwd_block(block, frames),

@@ -196,6 +196,9 @@ impl<'a> Passes<'a> {
     /// for a buffer result.
     pub(crate) fn output_type(&self) -> TokenStream {
         let s = &self.scalar;
+        if let Some(ty) = self.signature.struct_output() {
+            return self.twin_type(ty);
+        }
         match self.signature.buffer_output() {
             None => quote!(#s),
             Some(crate::signature::BufferOutput::Vec) => quote!(::std::vec::Vec<#s>),
@@ -428,15 +431,32 @@ impl<'a> Passes<'a> {
         });
         // The type of the result on scalars `S` (callers declare the
         // adjoint of a buffer result with it).
-        let output = match signature.buffer_output() {
-            None => quote!(S),
-            Some(crate::signature::BufferOutput::Vec) => quote!(::std::vec::Vec<S>),
-            Some(crate::signature::BufferOutput::Array(len)) => quote!([S; #len]),
+        // (A user type is named in the module the function's body sees.)
+        let output = match (signature.buffer_output(), signature.struct_output()) {
+            (_, Some(_)) => {
+                let impl_module = Ident::new(crate::names::items::IMPL_MODULE, Span::call_site());
+                quote!(self::#impl_module::__DeltadOut<S>)
+            }
+            (None, None) => quote!(S),
+            (Some(crate::signature::BufferOutput::Vec), _) => quote!(::std::vec::Vec<S>),
+            (Some(crate::signature::BufferOutput::Array(len)), _) => quote!([S; #len]),
         };
         quote! {
             #(#markers)*
             #[doc(hidden)]
             pub type __Out<S> = #output;
+        }
+    }
+
+    /// In the module of the generated items: the twin type of a result of
+    /// a user type, for `__Out` (see `markers`).
+    pub(crate) fn output_alias(signature: &Signature) -> TokenStream {
+        match signature.struct_output() {
+            Some(ty) => quote! {
+                #[doc(hidden)]
+                pub type __DeltadOut<S> = ::deltad::__private::TwinOf<#ty, S>;
+            },
+            None => TokenStream::new(),
         }
     }
 }

@@ -160,12 +160,18 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         }
     }
     let buffer_output = signature.buffer_output();
+    let struct_output = matches!(
+        &signature.output,
+        crate::signature::Output::Structured(ty) if crate::types::is_user_type(ty)
+    );
     let result = lowerer.new_var(Var {
         name: Ident::new("__deltad_result", Span::mixed_site()),
         mutable: false,
         origin: Origin::Result,
         kind: if buffer_output.is_some() {
             VarKind::Buffer
+        } else if struct_output {
+            VarKind::Struct
         } else {
             VarKind::Scalar
         },
@@ -183,6 +189,13 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
     let mut body = lowerer.block_into(&body, Some(result))?;
     prologue.append(&mut body.stmts);
     body.stmts = prologue;
+    let result_struct = lowerer.struct_value(result);
+    if struct_output && result_struct.is_none() {
+        return Err(Unsupported::new(
+            Span::call_site(),
+            "a function returning a user type is on the compiled path when it returns struct literals",
+        ));
+    }
     Ok(Function {
         vars: lowerer.vars,
         params,
@@ -192,6 +205,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         stmt_count: lowerer.next_stmt,
         block_count: lowerer.next_block,
         fields: lowerer.fields,
+        result_struct,
     })
 }
 
@@ -256,7 +270,7 @@ pub(super) struct Lowerer {
     /// Their variables.
     field_vars: Vec<VarId>,
     /// The locals built by struct literals, and their fields' variables.
-    literals: std::collections::HashMap<VarId, structs::LiteralFields>,
+    literals: std::collections::HashMap<VarId, structs::Literal>,
 }
 
 impl Lowerer {

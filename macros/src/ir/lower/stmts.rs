@@ -417,6 +417,7 @@ impl Lowerer {
                 self.expr_stmt(expr, out)
             }
             SynExpr::Macro(mac) if is_diverging(&mac.mac) => self.macro_stmt(&mac.mac, out),
+            _ if self.kind(target) == VarKind::Struct => self.struct_into(target, expr, out),
             _ => {
                 let value = if self.kind(target) == VarKind::Buffer {
                     self.buffer_value(expr, out)?

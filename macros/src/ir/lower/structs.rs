@@ -9,17 +9,32 @@
 //!   its fields: one local variable per field, read and assigned by name
 //!   (`q.a`, `q.b += 1.0`), nested literals nested the same way.
 
-use std::collections::HashMap;
-
 use syn::spanned::Spanned;
 use syn::Expr as SynExpr;
 
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
-use crate::ir::{Expr, ExprKind, FieldLeaf, Origin, StmtKind, Var, VarId, VarKind};
+use crate::ir::{
+    Expr, ExprKind, FieldLeaf, Origin, StmtKind, StructField, StructValue, Var, VarId, VarKind,
+};
 
-/// The fields of a local built by a struct literal, by member name.
-pub(super) type LiteralFields = HashMap<String, VarId>;
+/// A local built by a struct literal: the type's path as written and the
+/// variable of each field, in the order written.
+#[derive(Clone)]
+pub(super) struct Literal {
+    path: syn::Path,
+    fields: Vec<(syn::Member, VarId)>,
+}
+
+impl Literal {
+    fn get(&self, member: &syn::Member) -> Option<VarId> {
+        let key = member_key(member);
+        self.fields
+            .iter()
+            .find(|(m, _)| member_key(m) == key)
+            .map(|(_, var)| *var)
+    }
+}
 
 /// A member as a key: its name, or its index for tuple structs.
 fn member_key(member: &syn::Member) -> String {
@@ -114,11 +129,11 @@ impl Lowerer {
         }
         let mut at = base;
         for member in &members {
-            let fields = self.literals.get(&at).ok_or_else(|| {
+            let literal = self.literals.get(&at).ok_or_else(|| {
                 Unsupported::new(span, "this is not a field of the struct literal")
             })?;
-            at = *fields
-                .get(&member_key(member))
+            at = literal
+                .get(member)
                 .ok_or_else(|| Unsupported::new(span, "the struct literal has no such field"))?;
         }
         if self.kind(at) == VarKind::Struct {
@@ -137,32 +152,26 @@ impl Lowerer {
         span: proc_macro2::Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<VarId> {
-        let mut fields = LiteralFields::new();
-        let mut sources: Vec<(String, VarId)> = self.literals[&source]
-            .iter()
-            .map(|(key, &var)| (key.clone(), var))
-            .collect();
-        // (In a fixed order: generated code does not depend on hashing.)
-        sources.sort_by(|a, b| a.0.cmp(&b.0));
-        for (key, field) in sources {
-            let field_name = quote::format_ident!(
-                "__deltad_{}_{}",
-                syn::ext::IdentExt::unraw(name).to_string(),
-                key,
-                span = proc_macro2::Span::mixed_site()
-            );
+        let source = self.literals[&source].clone();
+        let mut fields = Vec::new();
+        for (member, field) in source.fields {
+            let field_name = member_name(name, &member);
             let var = if self.is_literal(field) {
                 self.let_struct_copy(&field_name, mutable, field, span, out)?
             } else {
                 let value = Expr::new(ExprKind::Var(field), span);
                 self.let_scalar(&field_name, mutable, value, out)
             };
-            fields.insert(key, var);
+            fields.push((member, var));
         }
-        Ok(self.new_literal(name, mutable, fields))
+        let literal = Literal {
+            path: source.path,
+            fields,
+        };
+        Ok(self.new_literal(name, mutable, literal))
     }
 
-    fn new_literal(&mut self, name: &syn::Ident, mutable: bool, fields: LiteralFields) -> VarId {
+    fn new_literal(&mut self, name: &syn::Ident, mutable: bool, literal: Literal) -> VarId {
         let var = self.new_var(Var {
             name: name.clone(),
             mutable,
@@ -172,7 +181,7 @@ impl Lowerer {
             annotation: None,
             span: name.span(),
         });
-        self.literals.insert(var, fields);
+        self.literals.insert(var, literal);
         self.bind(name, var);
         var
     }
@@ -222,15 +231,9 @@ impl Lowerer {
                 "a struct literal with `..base` is not on the compiled path yet: name every field",
             ));
         }
-        let mut fields = LiteralFields::new();
+        let mut fields = Vec::new();
         for field in &literal.fields {
-            let key = member_key(&field.member);
-            let field_name = quote::format_ident!(
-                "__deltad_{}_{}",
-                syn::ext::IdentExt::unraw(name).to_string(),
-                key,
-                span = proc_macro2::Span::mixed_site()
-            );
+            let field_name = member_name(name, &field.member);
             let var = match strip(&field.expr) {
                 SynExpr::Struct(inner) if inner.qself.is_none() => {
                     self.let_struct_literal(&field_name, mutable, inner, out)?
@@ -246,9 +249,13 @@ impl Lowerer {
                     self.let_scalar(&field_name, mutable, value, out)
                 }
             };
-            fields.insert(key, var);
+            fields.push((field.member.clone(), var));
         }
-        Ok(self.new_literal(name, mutable, fields))
+        let literal = Literal {
+            path: literal.path.clone(),
+            fields,
+        };
+        Ok(self.new_literal(name, mutable, literal))
     }
 
     /// `name = Type { a: .., b: .. };` of a local built by a literal: every
@@ -260,10 +267,8 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = literal.span();
-        let temp_name =
-            quote::format_ident!("__deltad_new", span = proc_macro2::Span::mixed_site());
-        let new = self.let_struct_literal(&temp_name, false, literal, out)?;
-        self.assign_fields(target, new, span, out)
+        let new = self.let_struct_literal(&new_name(), false, literal, out)?;
+        self.assign_fields(target, new, false, span, out)
     }
 
     /// `name = other;` of locals built by literals: a copy of `other`'s
@@ -275,16 +280,75 @@ impl Lowerer {
         span: proc_macro2::Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
-        let temp_name =
-            quote::format_ident!("__deltad_new", span = proc_macro2::Span::mixed_site());
-        let new = self.let_struct_copy(&temp_name, false, source, span, out)?;
-        self.assign_fields(target, new, span, out)
+        let new = self.let_struct_copy(&new_name(), false, source, span, out)?;
+        self.assign_fields(target, new, false, span, out)
     }
 
+    /// The value of a user type a `return` or the body's tail gives the
+    /// function's result (`target`): a struct literal, or a local built by
+    /// one. The result's fields are variables of their own, made at the
+    /// first value and assigned once on each path.
+    pub(super) fn struct_into(
+        &mut self,
+        target: VarId,
+        expr: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = expr.span();
+        let source = match strip(expr) {
+            SynExpr::Struct(literal) if literal.qself.is_none() => {
+                self.let_struct_literal(&new_name(), false, literal, out)?
+            }
+            other => self.literal_named(other).ok_or_else(|| whole_value(span))?,
+        };
+        if !self.is_literal(target) {
+            let name = self.vars[target].name.clone();
+            let fields = self.result_fields(&name, source);
+            self.literals.insert(target, fields);
+        }
+        self.assign_fields(target, source, true, span, out)
+    }
+
+    /// Fields for the result shaped like the local `like`.
+    fn result_fields(&mut self, parent: &syn::Ident, like: VarId) -> Literal {
+        let like = self.literals[&like].clone();
+        let mut fields = Vec::new();
+        for (member, field) in like.fields {
+            let name = member_name(parent, &member);
+            let nested = self
+                .is_literal(field)
+                .then(|| self.result_fields(&name, field));
+            let var = self.new_var(Var {
+                name,
+                mutable: true,
+                origin: Origin::Result,
+                kind: if nested.is_some() {
+                    VarKind::Struct
+                } else {
+                    VarKind::Scalar
+                },
+                array: false,
+                annotation: None,
+                span: proc_macro2::Span::call_site(),
+            });
+            if let Some(nested) = nested {
+                self.literals.insert(var, nested);
+            }
+            fields.push((member, var));
+        }
+        Literal {
+            path: like.path,
+            fields,
+        }
+    }
+
+    /// Assigns each field of `new` to the same field of `target` (`first`:
+    /// the result's fields, assigned once per path).
     fn assign_fields(
         &mut self,
         target: VarId,
         new: VarId,
+        first: bool,
         span: proc_macro2::Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
@@ -294,13 +358,13 @@ impl Lowerer {
         ) else {
             return Err(whole_value(span));
         };
-        if old.len() != new_fields.len() {
+        if old.fields.len() != new_fields.fields.len() {
             return Err(whole_value(span));
         }
-        for (key, old_var) in old {
-            let new_var = *new_fields.get(&key).ok_or_else(|| whole_value(span))?;
+        for (member, old_var) in old.fields {
+            let new_var = new_fields.get(&member).ok_or_else(|| whole_value(span))?;
             if self.kind(old_var) == VarKind::Struct {
-                self.assign_fields(old_var, new_var, span, out)?;
+                self.assign_fields(old_var, new_var, first, span, out)?;
                 continue;
             }
             let value = Expr::new(ExprKind::Var(new_var), span);
@@ -310,12 +374,47 @@ impl Lowerer {
                     place: crate::ir::Place::Var(old_var),
                     op: crate::ir::AssignOp::Set,
                     value,
-                    first: false,
+                    first,
                 },
             ));
         }
         Ok(())
     }
+
+    /// The result of a function returning a user type, as its fields.
+    pub(super) fn struct_value(&self, var: VarId) -> Option<StructValue> {
+        let literal = self.literals.get(&var)?;
+        let fields = literal
+            .fields
+            .iter()
+            .map(|(member, field)| {
+                let field = match self.struct_value(*field) {
+                    Some(nested) => StructField::Struct(nested),
+                    None => StructField::Var(*field),
+                };
+                (member.clone(), field)
+            })
+            .collect();
+        Some(StructValue {
+            path: literal.path.clone(),
+            fields,
+        })
+    }
+}
+
+/// The variable of field `member` of a local `name` built by a literal.
+fn member_name(name: &syn::Ident, member: &syn::Member) -> syn::Ident {
+    quote::format_ident!(
+        "__deltad_{}_{}",
+        syn::ext::IdentExt::unraw(name).to_string(),
+        member_key(member),
+        span = proc_macro2::Span::mixed_site()
+    )
+}
+
+/// The name of a value built before it is assigned.
+fn new_name() -> syn::Ident {
+    quote::format_ident!("__deltad_new", span = proc_macro2::Span::mixed_site())
 }
 
 /// The compiled path reads values of user types by their fields.
