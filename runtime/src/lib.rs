@@ -125,7 +125,7 @@ pub mod __private {
     pub use crate::compiled::{
         add_twin_gradient, leaf_constant, seed_recorded_and_sweep, twin_duals, twin_gradient,
         twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded, twin_unit, twin_value,
-        twin_values, twin_zeros, twin_zeros_like, Active, FromConstant, Owned, RealLeaf,
+        twin_values, twin_zeros, twin_zeros_like, Active, FromConstant, Owned, RealLeaf, SinkRef,
         StructParam, StructValueParam, TwinOf, TwinSink,
     };
     pub use crate::compiled::{

@@ -34,6 +34,18 @@ pub(crate) fn analyze(function: &Function, signature: &Signature, types: &[Ty]) 
             }
         };
         function.body.each_stmt(&mut |stmt| match &stmt.kind {
+            // A field of a call's result: differentiated where it is a real.
+            StmtKind::Let {
+                var,
+                init:
+                    Some(Expr {
+                        kind: ExprKind::Field { base, .. },
+                        ..
+                    }),
+            } => {
+                let value = active[*base] && types[*var] == Ty::Real;
+                mark(*var, value, &mut active);
+            }
             StmtKind::Let {
                 var,
                 init: Some(init),
@@ -59,6 +71,7 @@ pub(crate) fn is_active(expr: &Expr, active: &[bool]) -> bool {
     match &expr.kind {
         ExprKind::Lit(_) | ExprKind::Len(_) | ExprKind::Opaque { .. } => false,
         ExprKind::Var(var) | ExprKind::Elem(var, _) => active[*var],
+        ExprKind::Field { base, .. } => active[*base],
         ExprKind::Neg(a) => is_active(a, active),
         ExprKind::Not(_) | ExprKind::Compare(..) | ExprKind::Logic(..) => false,
         ExprKind::Arith(_, a, b) => is_active(a, active) || is_active(b, active),
@@ -71,6 +84,7 @@ pub(crate) fn is_active(expr: &Expr, active: &[bool]) -> bool {
             CallArg::Value(value) => is_active(value, active),
             CallArg::Plain(_) => false,
             CallArg::Buffer(buffer) => active[buffer.var],
+            CallArg::Struct { var, .. } => active[*var],
         }),
         ExprKind::Primitive(_, buffers) => buffers.iter().any(|b| active[b.var]),
         ExprKind::NewBuffer(new) => match new {

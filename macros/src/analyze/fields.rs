@@ -17,11 +17,19 @@ use crate::ir::{
 
 pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported> {
     let known = |ty: &Ty| matches!(ty, Ty::Real | Ty::Int | Ty::Named(_) | Ty::Bool);
-    let mut unknown: Vec<bool> = function
+    // Fields of parameters, and the locals holding fields of calls' results.
+    let mut read_fields: Vec<bool> = function
         .vars
         .iter()
-        .enumerate()
-        .map(|(var, info)| matches!(info.origin, Origin::Field(_)) && !known(&types[var]))
+        .map(|info| matches!(info.origin, Origin::Field(_)))
+        .collect();
+    for (_, fields) in &function.call_fields {
+        for (_, var) in fields {
+            read_fields[*var] = true;
+        }
+    }
+    let mut unknown: Vec<bool> = (0..function.vars.len())
+        .map(|var| read_fields[var] && !known(&types[var]))
         .collect();
     if !unknown.contains(&true) {
         return Ok(());
@@ -197,7 +205,7 @@ fn check_expr(
             for arg in &call.args {
                 match arg {
                     CallArg::Value(e) | CallArg::Plain(e) => child(e, false),
-                    CallArg::Buffer(_) => {}
+                    CallArg::Buffer(_) | CallArg::Struct { .. } => {}
                 }
             }
             for e in expr.children() {

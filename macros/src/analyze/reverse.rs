@@ -352,6 +352,11 @@ impl<'a> Planner<'a> {
                     match arg {
                         CallArg::Value(value) | CallArg::Plain(value) => self.all(value, at),
                         CallArg::Buffer(buffer) => self.buffer(buffer, at, true),
+                        CallArg::Struct { var, .. } => self.reads.push(Read {
+                            var: *var,
+                            at,
+                            length: false,
+                        }),
                     }
                 }
             }
@@ -385,6 +390,11 @@ impl<'a> Planner<'a> {
                 var: *var,
                 at,
                 length: true,
+            }),
+            ExprKind::Field { base, .. } => self.reads.push(Read {
+                var: *base,
+                at,
+                length: false,
             }),
             ExprKind::Opaque { reads, .. } => {
                 for &var in reads {
@@ -437,6 +447,9 @@ impl<'a> Planner<'a> {
         }
         match &expr.kind {
             ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Opaque { .. } | ExprKind::Len(_) => {}
+            // A field of a call's result: its adjoint goes into the result's
+            // adjoint twin, shaped like the result (which the adjoint has).
+            ExprKind::Field { .. } => self.all(expr, at),
             ExprKind::Elem(_, index) => self.all(index, at),
             ExprKind::Neg(a) | ExprKind::Cast(a, _) => self.adjoint_kept(a, at, kept),
             ExprKind::Arith(ArithOp::Add | ArithOp::Sub, a, b) => {
@@ -592,6 +605,32 @@ impl<'a> Planner<'a> {
                 ))
             }
             Origin::Result => Establish::Pop,
+            // A local of a user type a call returned: the call's forward
+            // pass runs again (the adjoint needs the value's shape, and its
+            // fields).
+            Origin::Local if info.kind == VarKind::Struct => {
+                let declaration = self.declaration[var].map(|d| self.stmt(d));
+                match declaration.map(|d| (&d.kind, d.id)) {
+                    Some((
+                        StmtKind::Let {
+                            init: Some(init), ..
+                        },
+                        at,
+                    )) if self.settled_expr(init, at) => {
+                        self.value_reads(init, at);
+                        Establish::Recompute
+                    }
+                    _ => {
+                        return Err(Unsupported::new(
+                            info.span,
+                            format!(
+                                "the derivative needs `{}` again, and the arguments of the call that made it change afterwards: not on the compiled path yet",
+                                info.name
+                            ),
+                        ))
+                    }
+                }
+            }
             Origin::Local | Origin::Temp => {
                 let declaration = self.declaration[var].map(|d| self.stmt(d));
                 let recompute = declaration.and_then(|d| match &d.kind {
@@ -633,6 +672,18 @@ impl<'a> Planner<'a> {
             }
             ExprKind::Primitive(_, buffers) => {
                 settled &= buffers.iter().all(|b| self.positions.settled(b.var, at))
+            }
+            ExprKind::Field { base, .. } => settled &= self.positions.settled(*base, at),
+            ExprKind::Call(call) => {
+                for arg in &call.args {
+                    match arg {
+                        CallArg::Buffer(buffer) => {
+                            settled &= self.positions.settled(buffer.var, at)
+                        }
+                        CallArg::Struct { var, .. } => settled &= self.positions.settled(*var, at),
+                        CallArg::Value(_) | CallArg::Plain(_) => {}
+                    }
+                }
             }
             _ => {}
         });
@@ -953,7 +1004,7 @@ pub(crate) fn active_operands(expr: &Expr, active: &[bool], f: &mut dyn FnMut(Va
         return;
     }
     match &expr.kind {
-        ExprKind::Var(var) | ExprKind::Elem(var, _) => f(*var),
+        ExprKind::Var(var) | ExprKind::Elem(var, _) | ExprKind::Field { base: var, .. } => f(*var),
         ExprKind::Neg(a) | ExprKind::Cast(a, _) => active_operands(a, active, f),
         ExprKind::Arith(_, a, b) => {
             active_operands(a, active, f);
@@ -973,6 +1024,8 @@ pub(crate) fn active_operands(expr: &Expr, active: &[bool], f: &mut dyn FnMut(Va
                     CallArg::Plain(_) => {}
                     CallArg::Buffer(buffer) if active[buffer.var] => f(buffer.var),
                     CallArg::Buffer(_) => {}
+                    CallArg::Struct { var, .. } if active[*var] => f(*var),
+                    CallArg::Struct { .. } => {}
                 }
             }
         }

@@ -168,7 +168,10 @@ impl Inference {
             ExprKind::Compare(..) => Ty::Bool,
             ExprKind::Math { args, .. } => args.first().map_or(Ty::Unknown, |a| self.type_of(a)),
             ExprKind::Elem(..) | ExprKind::Primitive(..) => Ty::Real,
-            ExprKind::Call(_) | ExprKind::NewBuffer(_) | ExprKind::Opaque { .. } => Ty::Unknown,
+            ExprKind::Call(_)
+            | ExprKind::NewBuffer(_)
+            | ExprKind::Opaque { .. }
+            | ExprKind::Field { .. } => Ty::Unknown,
         }
     }
 

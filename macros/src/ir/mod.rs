@@ -54,7 +54,15 @@ pub(crate) struct Function {
     /// For a function returning a user type: the result's fields, each a
     /// variable assigned by every `return` and the body's tail.
     pub result_struct: Option<StructValue>,
+    /// The locals of user types that calls return (`let r = f(..);`), each
+    /// with the fields the body reads: a local per field, bound by a `let`
+    /// right after the call's.
+    pub call_fields: Vec<(VarId, Vec<FieldLocal>)>,
 }
+
+/// A field of a local of a user type (the members leading to it) and the
+/// local holding its value.
+pub(crate) type FieldLocal = (Vec<syn::Member>, VarId);
 
 /// A value of a user type built from variables: the type's path as written
 /// in its struct literal, and each field's variable (or nested value).
@@ -320,6 +328,12 @@ pub(crate) enum ExprKind {
     Primitive(Primitive, Vec<BufferRef>),
     /// A new local buffer (only as the value of a `let`).
     NewBuffer(NewBuffer),
+    /// A field of a local of a user type that a call returned (only as the
+    /// value of a `let`; see `Function::call_fields`).
+    Field {
+        base: VarId,
+        members: Vec<syn::Member>,
+    },
     /// An expression the lowering does not interpret: plain Rust computing
     /// a value without derivatives. `reads` are the variables it names.
     Opaque {
@@ -377,6 +391,8 @@ pub(crate) enum CallArg {
     Plain(Expr),
     /// A buffer or part of one, by reference.
     Buffer(BufferRef),
+    /// A parameter of a user type, passed whole.
+    Struct { var: VarId, span: Span },
 }
 
 #[derive(Clone)]
@@ -422,7 +438,11 @@ impl Expr {
     pub(crate) fn children(&self) -> Vec<&Expr> {
         let mut out = Vec::new();
         match &self.kind {
-            ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Len(_) | ExprKind::Opaque { .. } => {}
+            ExprKind::Lit(_)
+            | ExprKind::Var(_)
+            | ExprKind::Len(_)
+            | ExprKind::Opaque { .. }
+            | ExprKind::Field { .. } => {}
             ExprKind::Neg(a) | ExprKind::Not(a) | ExprKind::Cast(a, _) => out.push(&**a),
             ExprKind::Arith(_, a, b) | ExprKind::Compare(_, a, b) | ExprKind::Logic(_, a, b) => {
                 out.push(&**a);
@@ -435,6 +455,7 @@ impl Expr {
                     match arg {
                         CallArg::Value(e) | CallArg::Plain(e) => out.push(e),
                         CallArg::Buffer(b) => b.each_bound(&mut |e| out.push(e)),
+                        CallArg::Struct { .. } => {}
                     }
                 }
             }

@@ -292,6 +292,17 @@ impl<T> TwinSink<T> for &mut T {
     }
 }
 
+/// A caller's own sink passed on to a callee (a parameter of a user type
+/// given whole to another differentiated function).
+pub struct SinkRef<'a, K>(pub &'a mut K);
+
+impl<T, K: TwinSink<T>> TwinSink<T> for SinkRef<'_, K> {
+    #[inline(always)]
+    fn with(&mut self, f: impl FnOnce(&mut T)) {
+        self.0.with(f)
+    }
+}
+
 impl<S, T> TwinSink<T> for Discard<S> {
     #[inline(always)]
     fn with(&mut self, _f: impl FnOnce(&mut T)) {}
@@ -339,11 +350,11 @@ impl<'a, S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, &'a T> for Struc
     }
 }
 
-impl<T> PassActive<T> for StructValueParam {
-    type Out = Owned<T>;
+impl<'a, T> PassActive<&'a T> for StructValueParam {
+    type Out = &'a T;
     #[inline(always)]
-    fn pass(value: T) -> Owned<T> {
-        Owned(value)
+    fn pass(value: &'a T) -> &'a T {
+        value
     }
 }
 

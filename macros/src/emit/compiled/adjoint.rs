@@ -166,7 +166,8 @@ impl Passes<'_> {
             let StmtKind::Let { var, .. } = &stmt.kind else {
                 continue;
             };
-            if !self.useful(*var) {
+            // (A local of a user type has its fields' adjoints.)
+            if !self.useful(*var) || self.function.vars[*var].kind == VarKind::Struct {
                 continue;
             }
             let adjoint = self.adjoint(*var);
@@ -277,6 +278,24 @@ impl Passes<'_> {
         let var = *var;
         let name = self.name(var);
         let value = match plan.establish[var] {
+            // A local of a user type a call returned: the call's forward pass
+            // again, and the adjoint twin shaped like its value.
+            Establish::Recompute if self.function.vars[var].kind == VarKind::Struct => {
+                let Some(ExprKind::Call(call)) = init.as_ref().map(|i| &i.kind) else {
+                    unreachable!("locals of user types are calls' results");
+                };
+                let fwd = self.callee(&call.path, "__fwd");
+                let zeros_like = self.callee(&call.path, "__zeros_like");
+                let args = self.call_args(call, Side::Adjoint);
+                let adjoint = self.adjoint(var);
+                let storage = self
+                    .useful(var)
+                    .then(|| quote!(let mut #adjoint = #zeros_like(&#name);));
+                quote! {
+                    let #name = #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
+                    #storage
+                }
+            }
             Establish::Recompute => {
                 let init = init.as_ref().expect("a recomputed `let` has a value");
                 let value = match &init.kind {
@@ -287,6 +306,7 @@ impl Passes<'_> {
                         let source = self.name(*source);
                         quote!(::core::clone::Clone::clone(&#source))
                     }
+                    ExprKind::Field { base, members } => self.field_value(var, *base, members),
                     _ if self.active(var) => self.scalar_value(init, Side::Adjoint),
                     _ => self.value(init, Side::Adjoint),
                 };
@@ -542,6 +562,7 @@ impl Passes<'_> {
                 if !self.is_active(init) {
                     return TokenStream::new();
                 }
+                // (A local of a user type: its adjoint twin, given away.)
                 self.rev_call(call, quote!(#adjoint))
             }
             ExprKind::NewBuffer(new) => {
@@ -602,6 +623,20 @@ impl Passes<'_> {
                 }
                 crate::ir::CallArg::Buffer(buffer) if self.active(buffer.var) => {
                     sinks.push(self.buffer_sink(buffer));
+                }
+                // A value of a user type passed whole: the callee adds into
+                // this function's own sink (a parameter's) or adjoint twin.
+                crate::ir::CallArg::Struct { var, .. } if self.active(*var) => {
+                    match self.function.vars[*var].origin {
+                        Origin::Param(index) => {
+                            let sink = sink(index);
+                            sinks.push(quote!(::deltad::__private::SinkRef(&mut #sink)));
+                        }
+                        _ => {
+                            let adjoint = self.adjoint(*var);
+                            sinks.push(quote!(&mut #adjoint));
+                        }
+                    }
                 }
                 _ => sinks.push(quote!(::deltad::__private::Discard::<#s>::new())),
             }

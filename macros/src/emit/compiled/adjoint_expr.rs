@@ -164,6 +164,14 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 let target = passes.adjoint(*var);
                 self.statements.push(quote!(#target += #adjoint;));
             }
+            // A field of a call's result: into the result's adjoint twin.
+            ExprKind::Field { base, members } => {
+                let s = &passes.scalar;
+                let target = passes.adjoint(*base);
+                self.statements.push(quote! {
+                    ::deltad::__private::RealLeaf::<#s>::accumulate(&mut #target #(.#members)*, #adjoint);
+                });
+            }
             ExprKind::Elem(var, index) => {
                 if let Some(local) = passes.promoted(*var, index) {
                     self.statements.push(quote!(#local += #adjoint;));

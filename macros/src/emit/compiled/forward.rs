@@ -629,6 +629,7 @@ impl Passes<'_> {
                 }
             }
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            ExprKind::Field { base, members } => self.field_value(var, *base, members),
             // A value whose adjoint runs: its expensive partials kept.
             _ if self.let_keeps(var, init) => {
                 let (before, value) = self.value_keeping(init, true);
@@ -642,6 +643,23 @@ impl Passes<'_> {
             _ => TokenStream::new(),
         };
         quote!(let #mut_token #name #annotation = #value;)
+    }
+
+    /// The value of the local `var` holding a field of a call's result: a
+    /// scalar of the pass where it is differentiated, else the field's
+    /// value as it is.
+    pub(crate) fn field_value(
+        &self,
+        var: VarId,
+        base: VarId,
+        members: &[syn::Member],
+    ) -> TokenStream {
+        let (s, base) = (&self.scalar, self.name(base));
+        if self.active(var) {
+            quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#base #(.#members)*))
+        } else {
+            quote!(::core::clone::Clone::clone(&#base #(.#members)*))
+        }
     }
 
     /// A new local buffer: `vec![..]` with its elements as scalars of the
@@ -698,7 +716,9 @@ impl Passes<'_> {
             .zip(&written.args)
             .map(|(arg, as_written)| match arg {
                 CallArg::Value(value) => self.value(value, Side::Forward),
-                CallArg::Plain(_) | CallArg::Buffer(_) => quote!(#as_written),
+                CallArg::Plain(_) | CallArg::Buffer(_) | CallArg::Struct { .. } => {
+                    quote!(#as_written)
+                }
             });
         quote!(#func(#(#args),*))
     }
@@ -725,6 +745,16 @@ impl Passes<'_> {
                         true,
                         buffer.span,
                     ),
+                    // (The twin the pass holds, borrowed.)
+                    CallArg::Struct { var, span } => {
+                        let name = self.name(*var);
+                        let borrowed = if self.is_param(*var) {
+                            quote!(#name)
+                        } else {
+                            quote!(&#name)
+                        };
+                        (borrowed, self.active(*var), false, *span)
+                    }
                 };
                 let marker = format_ident!("__P{}", i, span = span);
                 let path = &call.path;

@@ -441,20 +441,38 @@ impl<'a> Passes<'a> {
             (Some(crate::signature::BufferOutput::Vec), _) => quote!(::std::vec::Vec<S>),
             (Some(crate::signature::BufferOutput::Array(len)), _) => quote!([S; #len]),
         };
+        let zeros_like = signature.struct_output().map(|_| {
+            let impl_module = Ident::new(crate::names::items::IMPL_MODULE, Span::call_site());
+            quote! {
+                #[doc(hidden)]
+                pub use self::#impl_module::__deltad_zeros_like as __zeros_like;
+            }
+        });
         quote! {
             #(#markers)*
             #[doc(hidden)]
             pub type __Out<S> = #output;
+            #zeros_like
         }
     }
 
     /// In the module of the generated items: the twin type of a result of
     /// a user type, for `__Out` (see `markers`).
     pub(crate) fn output_alias(signature: &Signature) -> TokenStream {
+        let prim = signature.precision.ident(Span::call_site());
         match signature.struct_output() {
             Some(ty) => quote! {
                 #[doc(hidden)]
                 pub type __DeltadOut<S> = ::deltad::__private::TwinOf<#ty, S>;
+                /// A twin shaped like the result `like` with every real 0 (the
+                /// adjoint a caller of the compiled passes adds into).
+                #[doc(hidden)]
+                #[inline]
+                pub fn __deltad_zeros_like<S: ::deltad::__private::Scalar<Prim = #prim>>(
+                    like: &__DeltadOut<S>,
+                ) -> __DeltadOut<S> {
+                    ::deltad::__private::twin_zeros_like::<S, #ty>(like)
+                }
             },
             None => TokenStream::new(),
         }

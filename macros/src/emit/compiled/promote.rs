@@ -533,6 +533,7 @@ fn index_key(expr: &Expr) -> Option<String> {
         ExprKind::Math { .. }
         | ExprKind::Call(_)
         | ExprKind::Primitive(..)
-        | ExprKind::NewBuffer(_) => return None,
+        | ExprKind::NewBuffer(_)
+        | ExprKind::Field { .. } => return None,
     })
 }

@@ -154,6 +154,9 @@ impl Passes<'_> {
                 quote!(::deltad::__private::vector::#name(#(#slices),*))
             }
             ExprKind::Opaque { expr, .. } => quote!(#expr),
+            ExprKind::Field { .. } => {
+                unreachable!("a field of a call's result is the value of its `let` (`field_value`)")
+            }
             ExprKind::Call(_) | ExprKind::NewBuffer(_) => {
                 unreachable!("calls and new buffers are emitted by their `let`")
             }

@@ -467,6 +467,13 @@ impl Lowerer {
         }
         let mut args = Vec::new();
         for arg in &call.args {
+            if let Some(var) = self.struct_arg(arg) {
+                args.push(CallArg::Struct {
+                    var,
+                    span: arg.span(),
+                });
+                continue;
+            }
             if let Some(buffer) = self.buffer_ref(arg, out)? {
                 args.push(CallArg::Buffer(buffer));
                 continue;

@@ -63,6 +63,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         fields: Vec::new(),
         field_vars: Vec::new(),
         literals: std::collections::HashMap::new(),
+        call_fields: Vec::new(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -206,6 +207,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         block_count: lowerer.next_block,
         fields: lowerer.fields,
         result_struct,
+        call_fields: lowerer.call_fields,
     })
 }
 
@@ -269,6 +271,8 @@ pub(super) struct Lowerer {
     fields: Vec<crate::ir::FieldLeaf>,
     /// Their variables.
     field_vars: Vec<VarId>,
+    /// The locals of user types calls return, and their fields' variables.
+    call_fields: Vec<(VarId, Vec<crate::ir::FieldLocal>)>,
     /// The locals built by struct literals, and their fields' variables.
     literals: std::collections::HashMap<VarId, structs::Literal>,
 }

@@ -88,6 +88,9 @@ impl Lowerer {
                             .map(drop);
                     }
                 }
+                if let Some(paths) = self.struct_call_fields(&ident.ident, init, rest) {
+                    return self.let_struct_call(&ident.ident, mutable, init, paths, out);
+                }
                 if let Some(source) = self.literal_named(init) {
                     return self
                         .let_struct_copy(&ident.ident, mutable, source, init.span(), out)

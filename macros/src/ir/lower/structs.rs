@@ -124,6 +124,14 @@ impl Lowerer {
         members: Vec<syn::Member>,
         span: proc_macro2::Span,
     ) -> Lowered<VarId> {
+        if let Some((_, fields)) = self.call_fields.iter().find(|(var, _)| *var == base) {
+            let key: Vec<String> = members.iter().map(member_key).collect();
+            return fields
+                .iter()
+                .find(|(path, _)| path.iter().map(member_key).collect::<Vec<_>>() == key)
+                .map(|(_, var)| *var)
+                .ok_or_else(|| whole_value(span));
+        }
         if !self.literals.contains_key(&base) {
             return Ok(self.field_leaf(base, members, span));
         }
@@ -423,4 +431,170 @@ pub(super) fn whole_value(span: proc_macro2::Span) -> Unsupported {
         span,
         "a value of a user type used whole (passed on, returned, compared..) is not on the compiled path yet: the compiled path reads its fields",
     )
+}
+
+impl Lowerer {
+    /// For `let name = f(..);` whose later statements read fields of
+    /// `name` (`name.x`, `name.pos.y`): those fields. `None` if the value is
+    /// not a call of a user function, no field is read, or a later `let`
+    /// binds the name again (the fields read would not all be this value's).
+    pub(super) fn struct_call_fields(
+        &self,
+        name: &syn::Ident,
+        init: &SynExpr,
+        rest: &[syn::Stmt],
+    ) -> Option<Vec<Vec<syn::Member>>> {
+        let SynExpr::Call(call) = strip(init) else {
+            return None;
+        };
+        let SynExpr::Path(path) = strip(&call.func) else {
+            return None;
+        };
+        if path.qself.is_some()
+            || !matches!(
+                crate::syntax::classify_call(&path.path),
+                crate::syntax::CallKind::User
+            )
+        {
+            return None;
+        }
+        struct Reads<'n> {
+            name: &'n syn::Ident,
+            paths: Vec<Vec<syn::Member>>,
+            rebound: bool,
+        }
+        impl<'ast> syn::visit::Visit<'ast> for Reads<'_> {
+            fn visit_expr_field(&mut self, field: &'ast syn::ExprField) {
+                let mut members = Vec::new();
+                let mut at: &SynExpr = &SynExpr::Field(field.clone());
+                while let SynExpr::Field(f) = strip(at) {
+                    members.push(f.member.clone());
+                    at = &f.base;
+                }
+                if let SynExpr::Path(path) = strip(at) {
+                    if path.path.is_ident(self.name) {
+                        members.reverse();
+                        if matches!(members[0], syn::Member::Named(_))
+                            && !self.paths.contains(&members)
+                        {
+                            self.paths.push(members);
+                        }
+                        return;
+                    }
+                }
+                syn::visit::visit_expr_field(self, field);
+            }
+            fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+                self.rebound |= pat.ident == *self.name;
+                syn::visit::visit_pat_ident(self, pat);
+            }
+        }
+        let mut reads = Reads {
+            name,
+            paths: Vec::new(),
+            rebound: false,
+        };
+        for stmt in rest {
+            syn::visit::Visit::visit_stmt(&mut reads, stmt);
+        }
+        (!reads.rebound && !reads.paths.is_empty()).then_some(reads.paths)
+    }
+
+    /// `let name = f(..);` of a user type (`struct_call_fields`): the call's
+    /// `let`, then a `let` per field the body reads.
+    pub(super) fn let_struct_call(
+        &mut self,
+        name: &syn::Ident,
+        mutable: bool,
+        init: &SynExpr,
+        paths: Vec<Vec<syn::Member>>,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
+        let span = init.span();
+        if mutable {
+            return Err(Unsupported::new(
+                name.span(),
+                "a `mut` local of a user type that a call returns is not on the compiled path yet",
+            ));
+        }
+        let SynExpr::Call(call) = strip(init) else {
+            return Err(whole_value(span));
+        };
+        let Some(call_ir) = self.user_call(call, out)? else {
+            return Err(whole_value(span));
+        };
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable: false,
+            origin: Origin::Local,
+            kind: VarKind::Struct,
+            array: false,
+            annotation: None,
+            span: name.span(),
+        });
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var,
+                init: Some(Expr::new(ExprKind::Call(call_ir), span)),
+            },
+        ));
+        let mut fields = Vec::new();
+        for members in paths {
+            let key: Vec<String> = members.iter().map(member_key).collect();
+            let field_name = quote::format_ident!(
+                "__deltad_{}_{}",
+                syn::ext::IdentExt::unraw(name).to_string(),
+                key.join("_"),
+                span = proc_macro2::Span::mixed_site()
+            );
+            let field = self.new_var(Var {
+                name: field_name,
+                mutable: false,
+                origin: Origin::Local,
+                kind: VarKind::Scalar,
+                array: false,
+                annotation: None,
+                span,
+            });
+            let read = ExprKind::Field {
+                base: var,
+                members: members.clone(),
+            };
+            out.push(self.stmt(
+                span,
+                StmtKind::Let {
+                    var: field,
+                    init: Some(Expr::new(read, span)),
+                },
+            ));
+            fields.push((members, field));
+        }
+        self.call_fields.push((var, fields));
+        self.bind(name, var);
+        Ok(())
+    }
+
+    /// An argument naming a parameter of a user type or a call's result
+    /// whole (`p`, `&p`, `*p`): passed to the callee as the twin the passes
+    /// hold.
+    pub(super) fn struct_arg(&self, arg: &SynExpr) -> Option<VarId> {
+        let mut at = strip(arg);
+        loop {
+            match at {
+                SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                    at = strip(&reference.expr)
+                }
+                SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+                    at = strip(&unary.expr)
+                }
+                _ => break,
+            }
+        }
+        let SynExpr::Path(path) = at else {
+            return None;
+        };
+        let var = self.resolve_path(&path.path)?;
+        (self.kind(var) == VarKind::Struct && !self.is_literal(var)).then_some(var)
+    }
 }
