@@ -513,3 +513,131 @@ fn values_of_user_types_passed_to_and_returned_by_callees() {
         assert!(close(row.w, row_t.w) && close(row.q.w, row_t.q.w) && close(row.v.x, row_t.v.x));
     }
 }
+
+/// Buffers of values of a user type: elements read by index, by a loop and
+/// by a `let`, passed to callees.
+#[differentiate(compiled)]
+fn batch(qs: &[Quat], vs: &[Pt3], #[no_grad] w: &Pt3) -> f64 {
+    let mut total = 0.0;
+    for i in 0..qs.len() {
+        let r = rotate(&vs[i], &qs[i]);
+        total += r.x * w.x + r.y * w.y + r.z * w.z;
+    }
+    for (q, v) in qs.iter().zip(vs) {
+        total += q.w * v.x - rotate(v, q).z * 0.5;
+    }
+    let last = &vs[vs.len() - 1];
+    total * last.y + qs[0].x
+}
+
+#[differentiate(tape)]
+fn batch_tape(qs: &[Quat], vs: &[Pt3], #[no_grad] w: &Pt3) -> f64 {
+    let mut total = 0.0;
+    for i in 0..qs.len() {
+        let r = rotate(&vs[i], &qs[i]);
+        total += r.x * w.x + r.y * w.y + r.z * w.z;
+    }
+    for (q, v) in qs.iter().zip(vs) {
+        total += q.w * v.x - rotate(v, q).z * 0.5;
+    }
+    let last = &vs[vs.len() - 1];
+    total * last.y + qs[0].x
+}
+
+/// A compiled function calling functions that stay on the tape with
+/// values of user types (their compiled passes record them on a tape of
+/// their own).
+#[differentiate(compiled)]
+fn calls_the_tape(qs: &[Quat], p: &Pt, x: f64) -> f64 {
+    let vs = [
+        Pt3 {
+            x: 1.0,
+            y: 2.0,
+            z: 3.0,
+        },
+        Pt3 {
+            x: -1.0,
+            y: 0.5,
+            z: 0.0,
+        },
+    ];
+    energy_tape(p, x)
+        + batch_tape(
+            qs,
+            &vs,
+            &Pt3 {
+                x: 0.5,
+                y: 0.5,
+                z: 0.5,
+            },
+        )
+}
+
+#[test]
+fn buffers_of_user_types() {
+    let qs: Vec<Quat> = (0..4)
+        .map(|k| {
+            let t = k as f64 * 0.3;
+            Quat {
+                x: t.sin(),
+                y: 0.2 + t,
+                z: -0.4 * t,
+                w: t.cos(),
+            }
+        })
+        .collect();
+    let vs: Vec<Pt3> = (0..4)
+        .map(|k| Pt3 {
+            x: 1.0 - k as f64,
+            y: 0.5 * k as f64,
+            z: 0.25,
+        })
+        .collect();
+    let w = Pt3 {
+        x: 0.3,
+        y: -0.6,
+        z: 0.9,
+    };
+    let (value, g) = batch::value_and_grad(&qs, &vs, &w);
+    assert_eq!(value, batch(&qs, &vs, &w));
+    let t = batch_tape::grad(&qs, &vs, &w);
+    for (a, b) in g.qs.iter().zip(&t.qs) {
+        for (x, y) in [(a.x, b.x), (a.y, b.y), (a.z, b.z), (a.w, b.w)] {
+            assert!(close(x, y), "{a:?} {b:?}");
+        }
+    }
+    for (a, b) in g.vs.iter().zip(&t.vs) {
+        for (x, y) in [(a.x, b.x), (a.y, b.y), (a.z, b.z)] {
+            assert!(close(x, y), "{a:?} {b:?}");
+        }
+    }
+    batch::check_derivatives(&qs, &vs, &w).assert_within(1e-6);
+    // grad_into a reused, empty-at-first Grad.
+    let mut sum = batch::Grad::default();
+    batch::grad_into(&qs, &vs, &w, &mut sum);
+    batch::grad_into(&qs, &vs, &w, &mut sum);
+    assert!(close(sum.qs[2].w, 2.0 * g.qs[2].w));
+    // Hessian-vector product on dual numbers through the element loops.
+    let v = batch::Grad {
+        qs: qs.clone(),
+        vs: vs.clone(),
+    };
+    let hv = batch::hvp(&qs, &vs, &w, &v);
+    let hv_t = batch_tape::hvp(
+        &qs,
+        &vs,
+        &w,
+        &batch_tape::Grad {
+            qs: qs.clone(),
+            vs: vs.clone(),
+        },
+    );
+    assert!(close(hv.qs[1].y, hv_t.qs[1].y) && close(hv.vs[3].x, hv_t.vs[3].x));
+
+    let p = Pt { a: 0.2, b: 0.4 };
+    let c = calls_the_tape::grad(&qs[..2], &p, 0.7);
+    let e = energy_tape::grad(&p, 0.7);
+    assert!(close(c.p.a, e.p.a) && close(c.p.b, e.p.b) && close(c.x, e.x));
+    calls_the_tape::check_derivatives(&qs[..2], &p, 0.7).assert_within(1e-6);
+    assert!(batch::tape_stats(&qs, &vs, &w).compiled);
+}

@@ -144,6 +144,38 @@ pub(crate) fn is_user_type(ty: &Type) -> bool {
     }
 }
 
+/// For a parameter that is a buffer of values of a user type (`&[Pt]`,
+/// `Vec<Pt>`, `&Vec<Pt>`): the element type.
+pub(crate) fn user_elements(kind: &crate::signature::ParamKind) -> Option<&Type> {
+    use crate::signature::{ParamKind, Passing};
+    let elem = match kind {
+        ParamKind::Structured {
+            passing: Passing::Slice { elem },
+            ..
+        } => &**elem,
+        ParamKind::Structured {
+            value: Type::Path(TypePath { qself: None, path }),
+            passing: Passing::Value | Passing::Ref,
+        } => {
+            let last = path.segments.last()?;
+            if last.ident != "Vec" {
+                return None;
+            }
+            match &last.arguments {
+                PathArguments::AngleBracketed(args) if args.args.len() == 1 => {
+                    match args.args.first()? {
+                        GenericArgument::Type(elem) => elem,
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    is_user_type(elem).then_some(elem)
+}
+
 /// True for the names of ndarray's and nalgebra's views (borrowed arrays).
 fn is_view_type_name(name: &str) -> bool {
     const NALGEBRA: &[&str] = &[

@@ -352,11 +352,16 @@ impl<'a> Planner<'a> {
                     match arg {
                         CallArg::Value(value) | CallArg::Plain(value) => self.all(value, at),
                         CallArg::Buffer(buffer) => self.buffer(buffer, at, true),
-                        CallArg::Struct { var, .. } => self.reads.push(Read {
-                            var: *var,
-                            at,
-                            length: false,
-                        }),
+                        CallArg::Struct { var, index, .. } => {
+                            self.reads.push(Read {
+                                var: *var,
+                                at,
+                                length: false,
+                            });
+                            if let Some(index) = index {
+                                self.all(index, at);
+                            }
+                        }
                     }
                 }
             }

@@ -14,10 +14,11 @@ use crate::names::items;
 use crate::signature::{BufferOutput, Output, ParamKind, Passing, Signature};
 
 /// True if the function's compiled passes can be called: its parameters
-/// and result have compiled-pass conventions (reals, buffers of reals, plain
-/// values; a real or buffer result). A parameter of a structured type (a
-/// struct, a tuple, a nested collection) is passed as plain data: a compiled
-/// caller has no differentiated values of those types to pass.
+/// and result have compiled-pass conventions (reals, buffers of reals,
+/// values and buffers of user types as twins, plain values; a real, buffer
+/// or user type result). A parameter of another structured type (a tuple, a
+/// nested collection) is passed as plain data: a compiled caller has no
+/// differentiated values of those types to pass.
 pub(crate) fn has_compiled_convention(signature: &Signature) -> bool {
     compiled_conventions(signature, true)
 }
@@ -65,6 +66,7 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
                     | ParamKind::Discrete
             ) || (structured && matches!(p.kind, ParamKind::Structured { .. }))
                 || is_struct_param(&p.kind)
+                || crate::types::user_elements(&p.kind).is_some()
         })
 }
 
@@ -96,6 +98,8 @@ impl Generator<'_> {
         let mut recycle = Vec::new();
         let mut sink_bounds = Vec::new();
         let mut sinks = Vec::new();
+        let mut struct_generics = Vec::new();
+        let mut borrows = Vec::new();
         for (index, param) in self.signature.params.iter().enumerate() {
             let name = &param.name;
             let sink = sink(index);
@@ -104,6 +108,56 @@ impl Generator<'_> {
             sinks.push(quote!(mut #sink: #sink_type));
             let reader = quote!(__deltad_reader);
             match &param.kind {
+                // A value of a user type: its twin, as compiled passes take
+                // it (callers cannot know which path a callee took).
+                ParamKind::Structured { value, .. } if is_struct_param(&param.kind) => {
+                    let generic = format_ident!("__DeltadB{}", index);
+                    let twin = quote!(::deltad::__private::TwinOf<#value, #s>);
+                    struct_generics.push(quote!(#generic: ::core::borrow::Borrow<#twin>));
+                    params.push(quote!(#name: #generic));
+                    borrows
+                        .push(quote!(let #name: &#twin = ::core::borrow::Borrow::borrow(&#name);));
+                    let on_tape = |inputs: bool| quote!(::deltad::__private::twin_on_tape::<#s, #value>(#tape, #name, #inputs));
+                    constants.push(on_tape(false));
+                    inputs.push({
+                        let made = on_tape(true);
+                        quote!(let #input = #made;)
+                    });
+                    input_args.push(quote!(#input));
+                    reads.push(quote! {
+                        ::deltad::__private::read_twin_adjoint::<#s, #value>(#name, &mut #reader, &mut #sink);
+                    });
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::TwinSink<#twin>));
+                }
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let elem = crate::types::user_elements(kind);
+                    let twin = quote!(::deltad::__private::TwinOf<#elem, #s>);
+                    params.push(quote!(#name: &[#twin]));
+                    let on_tape = |inputs: bool| {
+                        quote! {
+                            #name
+                                .iter()
+                                .map(|__deltad_e| ::deltad::__private::twin_on_tape::<#s, #elem>(#tape, __deltad_e, #inputs))
+                                .collect::<::std::vec::Vec<_>>()
+                        }
+                    };
+                    constants.push(on_tape(false));
+                    inputs.push({
+                        let made = on_tape(true);
+                        quote!(let #input = #made;)
+                    });
+                    input_args.push(quote!(#input));
+                    reads.push(quote! {
+                        for (__deltad_k, __deltad_e) in #name.iter().enumerate() {
+                            ::deltad::__private::read_twin_adjoint::<#s, #elem>(
+                                __deltad_e,
+                                &mut #reader,
+                                &mut ::deltad::__private::SinkAt(&mut #sink, __deltad_k),
+                            );
+                        }
+                    });
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::TwinsSink<#twin>));
+                }
                 ParamKind::Real => {
                     params.push(quote!(#name: #s));
                     constants.push(quote!(#real::constant(#name)));
@@ -235,11 +289,13 @@ impl Generator<'_> {
         };
         let fwd_body = body(quote! {
             let _ = &#stack;
+            #(#borrows)*
             let #tape = &::deltad::__private::Tape::<#s>::forward_only();
             #value
         });
         let adj_body = body(quote! {
             let _ = &#stack;
+            #(#borrows)*
             <#s as ::deltad::__private::Scalar>::with_tape(|#tape, #adjoints| {
                 #(#inputs)*
                 let __deltad_output = #record(#tape, #(#input_args),*);
@@ -254,7 +310,7 @@ impl Generator<'_> {
             #[doc(hidden)]
             #[inline]
             #[allow(unused_mut, unused_variables, clippy::all)]
-            pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
+            pub fn #fwd_fn<#(#generics,)* #(#struct_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
                 #stack: &mut __DeltadR,
                 #(#params),*
             ) -> #output #where_clause {
@@ -264,7 +320,7 @@ impl Generator<'_> {
             #[doc(hidden)]
             #[inline]
             #[allow(unused_mut, unused_variables, clippy::all)]
-            pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
+            pub fn #adj_fn<#(#generics,)* #(#struct_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
                 #(#params,)*
                 #out: #output_adjoint,
@@ -338,6 +394,33 @@ impl Generator<'_> {
                     );
                     sinks.push(quote!(&mut #gradient[..]));
                     collect.push(quote!(#partials.extend_from_slice(&#gradient);));
+                }
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let prim = &self.prim;
+                    let elem = crate::types::user_elements(kind);
+                    values.push(quote! {
+                        let #local: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #s>> = #name
+                            .iter()
+                            .map(|__deltad_e| ::deltad::__private::twin_of_recorded::<#s, #elem>(__deltad_e))
+                            .collect();
+                        for __deltad_e in #name.iter() {
+                            <#elem as ::deltad::__private::Differentiable<#prim>>::leaves(__deltad_e, &mut #ids);
+                        }
+                    });
+                    fwd_args.push(quote!(&#local[..]));
+                    adj_args.push(quote!(&#local[..]));
+                    gradients.push(quote! {
+                        let mut #gradient: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #s>> = #local
+                            .iter()
+                            .map(::deltad::__private::twin_zeros_like::<#s, #elem>)
+                            .collect();
+                    });
+                    sinks.push(quote!(&mut #gradient[..]));
+                    collect.push(quote! {
+                        for __deltad_e in &#gradient {
+                            ::deltad::__private::twin_leaves::<#s, #elem>(__deltad_e, &mut #partials);
+                        }
+                    });
                 }
                 ParamKind::Structured { value, passing } => {
                     let prim = &self.prim;

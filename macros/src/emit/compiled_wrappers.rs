@@ -79,7 +79,16 @@ impl Generator<'_> {
             .iter()
             .map(|param| {
                 let name = &param.name;
+                let elements = crate::types::user_elements(&param.kind).is_some();
                 match (&param.kind, scalar) {
+                    (ParamKind::Structured { .. }, Scalar::Machine) if elements => {
+                        let twin = self.twin_local(name);
+                        quote!(&#twin[..])
+                    }
+                    (ParamKind::Structured { .. }, Scalar::Dual) if elements => {
+                        let input = self.dual_input(name);
+                        quote!(&#input[..])
+                    }
                     (ParamKind::Structured { .. }, Scalar::Machine) => {
                         let twin = self.twin_local(name);
                         quote!(&#twin)
@@ -123,6 +132,13 @@ impl Generator<'_> {
                 let name = &param.name;
                 let input = self.dual_input(name);
                 match &param.kind {
+                    kind if crate::types::user_elements(kind).is_some() => {
+                        let elem = crate::types::user_elements(kind);
+                        Some(quote! {
+                            let #input: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, ::deltad::__private::Dual<#prim>>> =
+                                #name.iter().map(|__deltad_e| ::deltad::__private::twin_duals::<#prim, #elem>(__deltad_e, &mut #seeds)).collect();
+                        })
+                    }
                     ParamKind::Structured { value, .. } => {
                         let borrowed = struct_ref(param);
                         Some(quote! {
@@ -154,7 +170,16 @@ impl Generator<'_> {
             .iter()
             .map(|param| {
                 let name = &param.name;
+                let elements = crate::types::user_elements(&param.kind).is_some();
                 match (&param.kind, scalar) {
+                    (ParamKind::Structured { .. }, Scalar::Machine) if elements => {
+                        let adjoint = self.twin_adjoint_local(name);
+                        quote!(&mut #adjoint[..])
+                    }
+                    (ParamKind::Structured { .. }, Scalar::Dual) if elements => {
+                        let adjoint = self.dual_adjoint(name);
+                        quote!(&mut #adjoint[..])
+                    }
                     (ParamKind::Structured { .. }, Scalar::Machine) => {
                         let adjoint = self.twin_adjoint_local(name);
                         quote!(&mut #adjoint)
@@ -185,6 +210,16 @@ impl Generator<'_> {
         let fields = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
             Some(match &param.kind {
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let prim = &self.prim;
+                    let elem = crate::types::user_elements(kind);
+                    quote! {
+                        #name: ::deltad::__private::twins_gradient::<#prim, #elem>(
+                            &::deltad::__private::twins_zeros::<#prim, #elem>(&#name[..]),
+                            |__deltad_x| __deltad_x,
+                        )
+                    }
+                }
                 ParamKind::Structured { value, .. } => {
                     let prim = &self.prim;
                     let borrowed = struct_ref(param);
@@ -270,6 +305,18 @@ impl Generator<'_> {
             };
             let name = &param.name;
             let (twin, adjoint) = (self.twin_local(name), self.twin_adjoint_local(name));
+            if let Some(elem) = crate::types::user_elements(&param.kind) {
+                before.push(quote! {
+                    let #twin: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
+                        ::deltad::__private::twins_values::<#prim, #elem>(&#name[..]);
+                    let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
+                        ::deltad::__private::twins_zeros::<#prim, #elem>(&#name[..]);
+                });
+                after.push(quote! {
+                    ::deltad::__private::add_twins_gradient::<#prim, #elem>(&mut #grad.#name, &#name[..], &#adjoint);
+                });
+                continue;
+            }
             let borrowed = struct_ref(param);
             before.push(quote! {
                 let #twin: ::deltad::__private::TwinOf<#value, #prim> =
@@ -598,6 +645,23 @@ impl Generator<'_> {
             let name = &param.name;
             let adjoint = self.dual_adjoint(name);
             match &param.kind {
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let elem = crate::types::user_elements(kind);
+                    adjoints.push(quote! {
+                        let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #dual>> =
+                            ::deltad::__private::twins_zeros::<#dual, #elem>(&#name[..]);
+                    });
+                    let field = |part: TokenStream| {
+                        quote! {
+                            #name: ::deltad::__private::twins_gradient::<#dual, #elem>(
+                                &#adjoint,
+                                |__deltad_d| __deltad_d.#part,
+                            )
+                        }
+                    };
+                    fields.push(field(quote!(tangent)));
+                    value_fields.push(field(quote!(value)));
+                }
                 ParamKind::Structured { value, .. } => {
                     let borrowed = struct_ref(param);
                     adjoints.push(quote! {

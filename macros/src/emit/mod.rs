@@ -38,7 +38,7 @@ use syn::{GenericParam, Ident, ItemFn};
 use crate::names::{items, Names};
 use crate::signature::{Output, ParamKind, Signature};
 
-mod bridge;
+pub(crate) mod bridge;
 mod checkpointed;
 pub(crate) mod compiled;
 mod compiled_wrappers;
@@ -166,7 +166,7 @@ pub(crate) fn module(
     let exports = signature.map(|signature| exports(signature, &impl_module));
     let markers = signature
         .filter(|signature| has_compiled_convention(signature))
-        .map(|signature| compiled::Passes::markers(signature, compiled.is_some()));
+        .map(compiled::Passes::markers);
     let output_alias = signature
         .filter(|signature| has_compiled_convention(signature))
         .map(compiled::Passes::output_alias);

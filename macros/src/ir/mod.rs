@@ -154,6 +154,9 @@ pub(crate) enum VarKind {
     /// A value of a user type (`#[derive(Differentiable)]`), held whole as
     /// its twin: a parameter, read through its fields.
     Struct,
+    /// A buffer of values of a user type (`&[Particle]`): a parameter,
+    /// read through its elements' fields.
+    Structs,
 }
 
 /// A loop, for `break` and `continue`.
@@ -328,10 +331,12 @@ pub(crate) enum ExprKind {
     Primitive(Primitive, Vec<BufferRef>),
     /// A new local buffer (only as the value of a `let`).
     NewBuffer(NewBuffer),
-    /// A field of a local of a user type that a call returned (only as the
-    /// value of a `let`; see `Function::call_fields`).
+    /// A field of a local of a user type that a call returned (see
+    /// `Function::call_fields`), or of an element of a buffer of values of
+    /// a user type (`index`): only as the value of a `let`.
     Field {
         base: VarId,
+        index: Option<Box<Expr>>,
         members: Vec<syn::Member>,
     },
     /// An expression the lowering does not interpret: plain Rust computing
@@ -391,8 +396,13 @@ pub(crate) enum CallArg {
     Plain(Expr),
     /// A buffer or part of one, by reference.
     Buffer(BufferRef),
-    /// A parameter of a user type, passed whole.
-    Struct { var: VarId, span: Span },
+    /// A value of a user type passed whole: a parameter or a call's result,
+    /// or (`index`) an element of a buffer of them.
+    Struct {
+        var: VarId,
+        index: Option<Box<Expr>>,
+        span: Span,
+    },
 }
 
 #[derive(Clone)]
@@ -438,11 +448,8 @@ impl Expr {
     pub(crate) fn children(&self) -> Vec<&Expr> {
         let mut out = Vec::new();
         match &self.kind {
-            ExprKind::Lit(_)
-            | ExprKind::Var(_)
-            | ExprKind::Len(_)
-            | ExprKind::Opaque { .. }
-            | ExprKind::Field { .. } => {}
+            ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Len(_) | ExprKind::Opaque { .. } => {}
+            ExprKind::Field { index, .. } => out.extend(index.as_deref()),
             ExprKind::Neg(a) | ExprKind::Not(a) | ExprKind::Cast(a, _) => out.push(&**a),
             ExprKind::Arith(_, a, b) | ExprKind::Compare(_, a, b) | ExprKind::Logic(_, a, b) => {
                 out.push(&**a);
@@ -455,7 +462,7 @@ impl Expr {
                     match arg {
                         CallArg::Value(e) | CallArg::Plain(e) => out.push(e),
                         CallArg::Buffer(b) => b.each_bound(&mut |e| out.push(e)),
-                        CallArg::Struct { .. } => {}
+                        CallArg::Struct { index, .. } => out.extend(index.as_deref()),
                     }
                 }
             }

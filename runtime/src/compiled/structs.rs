@@ -267,6 +267,40 @@ pub fn twin_of_recorded<S: Scalar, T: Differentiable<S::Prim>>(
     T::map_twin(dual, &mut |real: &Real<'_, S>| Active(real.value()))
 }
 
+/// The dual twin of a compiled pass's twin on a tape: every real a fresh
+/// input (in leaf order), or a constant (`inputs` false).
+pub fn twin_on_tape<'t, S: Scalar, T: Differentiable<S::Prim>>(
+    tape: &'t Tape<S>,
+    twin: &TwinOf<T, S>,
+    inputs: bool,
+) -> T::Twin<Real<'t, S>> {
+    T::map_twin(twin, &mut |leaf: &Active<S>| {
+        if inputs {
+            Real::input(tape, leaf.0)
+        } else {
+            Real::constant(leaf.0)
+        }
+    })
+}
+
+/// Reads the adjoints of the inputs `twin_on_tape` made for `twin` (in leaf
+/// order) and adds them into the sink: the reader moves on whether or not
+/// the sink keeps them.
+pub fn read_twin_adjoint<S: Scalar, T: Differentiable<S::Prim>>(
+    twin: &TwinOf<T, S>,
+    reader: &mut crate::wrapper::GradReader<'_, S>,
+    sink: &mut impl TwinSink<TwinOf<T, S>>,
+) {
+    let mut adjoints = Vec::new();
+    let _ = T::map_twin(twin, &mut |_: &Active<S>| adjoints.push(reader.scalar()));
+    sink.with(|into| {
+        let mut next = adjoints.into_iter();
+        *into = T::map_twin(into, &mut |leaf: &Active<S>| {
+            Active(leaf.0 + next.next().unwrap_or_else(S::zero))
+        });
+    });
+}
+
 /// A twin shaped like `twin` with every real 0.
 #[inline]
 pub fn twin_zeros_like<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> TwinOf<T, S> {
@@ -292,6 +326,86 @@ impl<T> TwinSink<T> for &mut T {
     }
 }
 
+/// Where the adjoints of a buffer of values of a user type go (`&[Pt]`):
+/// element by element.
+pub trait TwinsSink<T> {
+    /// Runs `f` on the adjoint twin of element `index`, if there is one.
+    fn with_at(&mut self, index: usize, f: impl FnOnce(&mut T));
+}
+
+impl<T> TwinsSink<T> for &mut [T] {
+    #[inline(always)]
+    fn with_at(&mut self, index: usize, f: impl FnOnce(&mut T)) {
+        f(&mut self[index])
+    }
+}
+
+impl<S, T> TwinsSink<T> for Discard<S> {
+    #[inline(always)]
+    fn with_at(&mut self, _index: usize, _f: impl FnOnce(&mut T)) {}
+}
+
+/// The sink of one element of a buffer of values of a user type (an
+/// element passed to a callee).
+pub struct SinkAt<'a, K>(pub &'a mut K, pub usize);
+
+impl<T, K: TwinsSink<T>> TwinSink<T> for SinkAt<'_, K> {
+    #[inline(always)]
+    fn with(&mut self, f: impl FnOnce(&mut T)) {
+        self.0.with_at(self.1, f)
+    }
+}
+
+/// The twins of a buffer of values of a user type with their reals as
+/// scalars of the pass.
+pub fn twins_values<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<TwinOf<T, S>> {
+    values.iter().map(twin_values::<S, T>).collect()
+}
+
+/// Zero adjoint twins for a buffer of values of a user type.
+pub fn twins_zeros<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<TwinOf<T, S>> {
+    values.iter().map(twin_zeros::<S, T>).collect()
+}
+
+/// Adds the adjoint twins of a buffer's elements into the gradients `grad`
+/// (zeros shaped like `values` first, if `grad` is empty: a `Grad` reused
+/// from `Default`).
+pub fn add_twins_gradient<S: Scalar, T: Differentiable<S::Prim>>(
+    grad: &mut Vec<T>,
+    values: &[T],
+    adjoints: &[TwinOf<T, S>],
+) {
+    if grad.is_empty() {
+        grad.extend(
+            values
+                .iter()
+                .map(|v| twin_gradient::<S, T>(&twin_zeros::<S, T>(v), |x: S| x.to_prim())),
+        );
+    }
+    assert_eq!(
+        grad.len(),
+        adjoints.len(),
+        "deltad: the gradient of a buffer has {} elements where the argument has {}",
+        grad.len(),
+        adjoints.len()
+    );
+    for (g, a) in grad.iter_mut().zip(adjoints) {
+        add_twin_gradient::<S, T>(g, a);
+    }
+}
+
+/// The values in the user's type whose reals are `part` of each adjoint
+/// twin's (a buffer's gradient, a Hessian row).
+pub fn twins_gradient<S: Scalar, T: Differentiable<S::Prim>>(
+    adjoints: &[TwinOf<T, S>],
+    mut part: impl FnMut(S) -> S::Prim,
+) -> Vec<T> {
+    adjoints
+        .iter()
+        .map(|a| twin_gradient::<S, T>(a, &mut part))
+        .collect()
+}
+
 /// A caller's own sink passed on to a callee (a parameter of a user type
 /// given whole to another differentiated function).
 pub struct SinkRef<'a, K>(pub &'a mut K);
@@ -300,6 +414,13 @@ impl<T, K: TwinSink<T>> TwinSink<T> for SinkRef<'_, K> {
     #[inline(always)]
     fn with(&mut self, f: impl FnOnce(&mut T)) {
         self.0.with(f)
+    }
+}
+
+impl<T, K: TwinsSink<T>> TwinsSink<T> for SinkRef<'_, K> {
+    #[inline(always)]
+    fn with_at(&mut self, index: usize, f: impl FnOnce(&mut T)) {
+        self.0.with_at(index, f)
     }
 }
 
@@ -333,6 +454,44 @@ pub struct StructParam;
 /// The marker of a differentiated parameter of a user type taken by value
 /// (`p: Particle`): compiled passes borrow its twin too.
 pub struct StructValueParam;
+/// The marker of a differentiated buffer of values of a user type
+/// (`&[Particle]`, `Vec<Particle>`): compiled passes take a slice of
+/// twins.
+pub struct StructsParam;
+
+impl<'a, T> PassActive<&'a [T]> for StructsParam {
+    type Out = &'a [T];
+    #[inline(always)]
+    fn pass(value: &'a [T]) -> &'a [T] {
+        value
+    }
+}
+
+impl<'a, S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, &'a [T]> for StructsParam {
+    type Out = Owned<Vec<TwinOf<T, S>>>;
+    #[inline(always)]
+    fn pass(value: &'a [T]) -> Owned<Vec<TwinOf<T, S>>> {
+        Owned(twins_values(value))
+    }
+}
+
+impl<'a, S: Scalar, T: Differentiable<S::Prim>, const N: usize> PassConstant<S, &'a [T; N]>
+    for StructsParam
+{
+    type Out = Owned<Vec<TwinOf<T, S>>>;
+    #[inline(always)]
+    fn pass(value: &'a [T; N]) -> Owned<Vec<TwinOf<T, S>>> {
+        Owned(twins_values(value))
+    }
+}
+
+impl<'a, S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, &'a Vec<T>> for StructsParam {
+    type Out = Owned<Vec<TwinOf<T, S>>>;
+    #[inline(always)]
+    fn pass(value: &'a Vec<T>) -> Owned<Vec<TwinOf<T, S>>> {
+        Owned(twins_values(value))
+    }
+}
 
 impl<'a, T> PassActive<&'a T> for StructParam {
     type Out = &'a T;

@@ -306,7 +306,11 @@ impl Passes<'_> {
                         let source = self.name(*source);
                         quote!(::core::clone::Clone::clone(&#source))
                     }
-                    ExprKind::Field { base, members } => self.field_value(var, *base, members),
+                    ExprKind::Field {
+                        base,
+                        index,
+                        members,
+                    } => self.field_value(var, *base, index.as_deref(), members, Side::Adjoint),
                     _ if self.active(var) => self.scalar_value(init, Side::Adjoint),
                     _ => self.value(init, Side::Adjoint),
                 };
@@ -626,8 +630,15 @@ impl Passes<'_> {
                 }
                 // A value of a user type passed whole: the callee adds into
                 // this function's own sink (a parameter's) or adjoint twin.
-                crate::ir::CallArg::Struct { var, .. } if self.active(*var) => {
+                crate::ir::CallArg::Struct { var, index, .. } if self.active(*var) => {
                     match self.function.vars[*var].origin {
+                        // An element of a buffer parameter.
+                        Origin::Param(param) if index.is_some() => {
+                            let sink = sink(param);
+                            let at =
+                                self.value(index.as_deref().expect("an element"), Side::Adjoint);
+                            sinks.push(quote!(::deltad::__private::SinkAt(&mut #sink, #at)));
+                        }
                         Origin::Param(index) => {
                             let sink = sink(index);
                             sinks.push(quote!(::deltad::__private::SinkRef(&mut #sink)));

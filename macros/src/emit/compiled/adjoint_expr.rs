@@ -164,13 +164,30 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 let target = passes.adjoint(*var);
                 self.statements.push(quote!(#target += #adjoint;));
             }
-            // A field of a call's result: into the result's adjoint twin.
-            ExprKind::Field { base, members } => {
+            // A field of a call's result: into the result's adjoint twin; of
+            // an element of a buffer parameter: into its sink's element.
+            ExprKind::Field {
+                base,
+                index,
+                members,
+            } => {
                 let s = &passes.scalar;
                 let target = passes.adjoint(*base);
-                self.statements.push(quote! {
-                    ::deltad::__private::RealLeaf::<#s>::accumulate(&mut #target #(.#members)*, #adjoint);
-                });
+                let accumulate = quote!(::deltad::__private::RealLeaf::<#s>::accumulate);
+                match index {
+                    Some(index) => {
+                        let index = self.value_of(index);
+                        let twin = crate::emit::compiled::names::ident("__deltad_twin");
+                        self.statements.push(quote! {
+                            ::deltad::__private::TwinsSink::with_at(&mut #target, #index, |#twin| {
+                                #accumulate(&mut #twin #(.#members)*, #adjoint);
+                            });
+                        });
+                    }
+                    None => self.statements.push(quote! {
+                        #accumulate(&mut #target #(.#members)*, #adjoint);
+                    }),
+                }
             }
             ExprKind::Elem(var, index) => {
                 if let Some(local) = passes.promoted(*var, index) {

@@ -629,7 +629,11 @@ impl Passes<'_> {
                 }
             }
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
-            ExprKind::Field { base, members } => self.field_value(var, *base, members),
+            ExprKind::Field {
+                base,
+                index,
+                members,
+            } => self.field_value(var, *base, index.as_deref(), members, Side::Forward),
             // A value whose adjoint runs: its expensive partials kept.
             _ if self.let_keeps(var, init) => {
                 let (before, value) = self.value_keeping(init, true);
@@ -652,13 +656,23 @@ impl Passes<'_> {
         &self,
         var: VarId,
         base: VarId,
+        index: Option<&crate::ir::Expr>,
         members: &[syn::Member],
+        side: Side,
     ) -> TokenStream {
-        let (s, base) = (&self.scalar, self.name(base));
+        let s = &self.scalar;
+        let name = self.name(base);
+        let value = match index {
+            Some(index) => {
+                let index = self.value(index, side);
+                quote!(#name[#index])
+            }
+            None => quote!(#name),
+        };
         if self.active(var) {
-            quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#base #(.#members)*))
+            quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#value #(.#members)*))
         } else {
-            quote!(::core::clone::Clone::clone(&#base #(.#members)*))
+            quote!(::core::clone::Clone::clone(&#value #(.#members)*))
         }
     }
 
@@ -746,12 +760,15 @@ impl Passes<'_> {
                         buffer.span,
                     ),
                     // (The twin the pass holds, borrowed.)
-                    CallArg::Struct { var, span } => {
+                    CallArg::Struct { var, index, span } => {
                         let name = self.name(*var);
-                        let borrowed = if self.is_param(*var) {
-                            quote!(#name)
-                        } else {
-                            quote!(&#name)
+                        let borrowed = match index {
+                            Some(index) => {
+                                let index = self.value(index, side);
+                                quote!(&#name[#index])
+                            }
+                            None if self.is_param(*var) => quote!(#name),
+                            None => quote!(&#name),
                         };
                         (borrowed, self.active(*var), false, *span)
                     }

@@ -153,7 +153,7 @@ impl<'a> Passes<'a> {
     /// parameter its sink.
     pub(crate) fn adjoint(&self, var: VarId) -> Ident {
         if let crate::ir::Origin::Param(index) = self.function.vars[var].origin {
-            if self.is_buffer(var) {
+            if self.is_buffer(var) || self.function.vars[var].kind == VarKind::Structs {
                 return sink(index);
             }
         }
@@ -228,6 +228,11 @@ impl<'a> Passes<'a> {
                     ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                         quote!(#name: &[#s; #len])
                     }
+                    kind if crate::types::user_elements(kind).is_some() => {
+                        let elem = crate::types::user_elements(kind);
+                        let twin = self.twin_type(elem.expect("a buffer of a user type"));
+                        quote!(#name: &[#twin])
+                    }
                     ParamKind::Structured { .. } => {
                         let borrowed = struct_generic(index);
                         quote!(#name: #borrowed)
@@ -273,7 +278,11 @@ impl<'a> Passes<'a> {
             .iter()
             .enumerate()
             .filter_map(|(index, param)| match &param.kind {
-                ParamKind::Structured { value, .. } => Some((index, value)),
+                ParamKind::Structured { value, .. }
+                    if crate::emit::bridge::is_struct_param(&param.kind) =>
+                {
+                    Some((index, value))
+                }
                 _ => None,
             })
     }
@@ -345,6 +354,11 @@ impl<'a> Passes<'a> {
             .zip(&sink_types)
             .map(|(param, ty)| match &param.kind {
                 ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#s>),
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let elem = crate::types::user_elements(kind);
+                    let twin = self.twin_type(elem.expect("a buffer of a user type"));
+                    quote!(#ty: ::deltad::__private::TwinsSink<#twin>)
+                }
                 ParamKind::Structured { value, .. } => {
                     let twin = self.twin_type(value);
                     quote!(#ty: ::deltad::__private::TwinSink<#twin>)
@@ -405,14 +419,18 @@ impl<'a> Passes<'a> {
 
     /// The marker types of the parameters (`__P0`, ...), by which callers
     /// convert their arguments.
-    pub(crate) fn markers(signature: &Signature, compiled: bool) -> TokenStream {
+    pub(crate) fn markers(signature: &Signature) -> TokenStream {
         let markers = signature.params.iter().enumerate().map(|(i, param)| {
             let name = format_ident!("__P{}", i);
             let marker = match &param.kind {
-                ParamKind::Structured { passing, .. } if compiled => match passing {
-                    crate::signature::Passing::Value => {
-                        quote!(::deltad::__private::StructValueParam)
-                    }
+                kind if crate::types::user_elements(kind).is_some() => {
+                    quote!(::deltad::__private::StructsParam)
+                }
+                kind if crate::emit::bridge::is_struct_param(kind) => match kind {
+                    ParamKind::Structured {
+                        passing: crate::signature::Passing::Value,
+                        ..
+                    } => quote!(::deltad::__private::StructValueParam),
                     _ => quote!(::deltad::__private::StructParam),
                 },
                 ParamKind::Real => quote!(::deltad::__private::RealParam),

@@ -41,7 +41,7 @@ impl Lowerer {
                             "a buffer used as a value (moved, compared, printed..) is not on the compiled path yet",
                         ));
                     }
-                    if self.kind(var) == VarKind::Struct {
+                    if matches!(self.kind(var), VarKind::Struct | VarKind::Structs) {
                         return Err(Unsupported::new(
                             span,
                             "a value of a user type used whole (passed on, returned, compared..) is not on the compiled path yet: the compiled path reads its fields",
@@ -142,8 +142,16 @@ impl Lowerer {
                         });
                     }
                 }
+                if let Some((buffer, index, members)) = self.elem_field_chain(expr) {
+                    let index = self.expr(index, out)?;
+                    let var = self.elem_field(buffer, index, members, span, out);
+                    return new(ExprKind::Var(var));
+                }
                 if let Some((base, members)) = self.field_chain(expr) {
-                    return new(ExprKind::Var(self.field(base, members, span)?));
+                    return new(ExprKind::Var(self.field(base, members, span, out)?));
+                }
+                if let Some(var) = self.call_field(expr, out)? {
+                    return new(ExprKind::Var(var));
                 }
                 self.opaque(expr)
             }
@@ -278,6 +286,10 @@ impl Lowerer {
                 let at = self.expr(&index.index, out)?;
                 Ok(Expr::new(ExprKind::Elem(var, Box::new(at)), span))
             }
+            Some(var) if self.kind(var) == VarKind::Structs => Err(Unsupported::new(
+                span,
+                "an element of a buffer of a user type is on the compiled path when the body reads its fields or passes it to a differentiated function",
+            )),
             _ => self.opaque(&SynExpr::Index(index.clone())),
         }
     }
@@ -315,7 +327,7 @@ impl Lowerer {
             _ => None,
         };
         if let Some(var) = receiver_var {
-            if self.kind(var) == VarKind::Buffer {
+            if matches!(self.kind(var), VarKind::Buffer | VarKind::Structs) {
                 return match name.as_str() {
                     "len" if call.args.is_empty() => Ok(Expr::new(ExprKind::Len(var), span)),
                     "is_empty" if call.args.is_empty() => {
@@ -467,9 +479,10 @@ impl Lowerer {
         }
         let mut args = Vec::new();
         for arg in &call.args {
-            if let Some(var) = self.struct_arg(arg) {
+            if let Some((var, index)) = self.struct_arg(arg, out)? {
                 args.push(CallArg::Struct {
                     var,
+                    index: index.map(Box::new),
                     span: arg.span(),
                 });
                 continue;

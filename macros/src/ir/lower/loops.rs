@@ -132,6 +132,7 @@ impl Lowerer {
             }
         };
         let mut lets = Vec::new();
+        let mut elements = Vec::new();
         let index_expr = || Expr::new(ExprKind::Var(index), span);
         if let Some(pat) = index_pat {
             if let Some((name, _)) = self
@@ -157,6 +158,12 @@ impl Lowerer {
             let Some((name, by_value)) = named else {
                 continue;
             };
+            // An element of a buffer of a user type: a name for it, read by
+            // its fields.
+            if self.kind(buffer) == VarKind::Structs {
+                elements.push((name, buffer));
+                continue;
+            }
             let var = self.new_var(Var {
                 name: name.clone(),
                 mutable: false,
@@ -171,6 +178,9 @@ impl Lowerer {
             }
             let elem = Expr::new(ExprKind::Elem(buffer, Box::new(index_expr())), name.span());
             lets.push((name, var, elem));
+        }
+        for (name, buffer) in elements {
+            self.bind_element(&name, buffer, index);
         }
         let mut stmts = Vec::new();
         for (name, var, init) in lets {
@@ -348,7 +358,7 @@ impl Lowerer {
             return None;
         };
         let var = self.resolve_path(&path.path)?;
-        (self.kind(var) == VarKind::Buffer).then(|| Walk::Elements {
+        matches!(self.kind(var), VarKind::Buffer | VarKind::Structs).then(|| Walk::Elements {
             buffers: vec![var],
             enumerate: false,
             reversed: false,

@@ -64,6 +64,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         field_vars: Vec::new(),
         literals: std::collections::HashMap::new(),
         call_fields: Vec::new(),
+        elements: std::collections::HashMap::new(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -85,6 +86,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
             {
                 VarKind::Struct
             }
+            kind if crate::types::user_elements(kind).is_some() => VarKind::Structs,
             ParamKind::Structured { .. } => {
                 return Err(Unsupported::new(
                     param.ty.span(),
@@ -271,6 +273,9 @@ pub(super) struct Lowerer {
     fields: Vec<crate::ir::FieldLeaf>,
     /// Their variables.
     field_vars: Vec<VarId>,
+    /// Names of elements of buffers of a user type: the buffer and the
+    /// index's variable.
+    elements: std::collections::HashMap<VarId, (VarId, VarId)>,
     /// The locals of user types calls return, and their fields' variables.
     call_fields: Vec<(VarId, Vec<crate::ir::FieldLocal>)>,
     /// The locals built by struct literals, and their fields' variables.

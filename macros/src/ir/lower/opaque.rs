@@ -146,7 +146,7 @@ impl Reads<'_> {
             match token {
                 TokenTree::Ident(ident) => {
                     if let Some(var) = self.lowerer.resolve(&ident) {
-                        if self.lowerer.is_literal(var) {
+                        if self.lowerer.is_literal(var) || self.lowerer.element_of(var).is_some() {
                             self.reject(
                                 ident.span(),
                                 &super::structs::whole_value(ident.span()).message,
@@ -208,8 +208,8 @@ impl<'ast> Visit<'ast> for Reads<'_> {
                     );
                 }
                 // A local built by a struct literal exists only as its
-                // fields' variables.
-                if self.lowerer.is_literal(var) {
+                // fields' variables, a name of a buffer's element not at all.
+                if self.lowerer.is_literal(var) || self.lowerer.element_of(var).is_some() {
                     self.reject(
                         path.span(),
                         &super::structs::whole_value(path.span()).message,

@@ -96,6 +96,14 @@ impl Lowerer {
                         .let_struct_copy(&ident.ident, mutable, source, init.span(), out)
                         .map(drop);
                 }
+                // `let p = &ps[i];` of a buffer of a user type, `i` a variable
+                // nothing assigns again: a name for the element.
+                if !mutable {
+                    if let Some((buffer, index)) = self.element_named(init, out)? {
+                        self.bind_element(&ident.ident, buffer, index);
+                        return Ok(());
+                    }
+                }
                 // `let q = p;` / `let q = *p;` of a parameter of a user type:
                 // the same value, under another name.
                 if let Some(var) = self.struct_alias(init) {
@@ -634,7 +642,7 @@ impl Lowerer {
             }
             SynExpr::Field(_) => match self.field_chain(expr) {
                 Some((base, members)) if self.is_literal(base) => {
-                    Ok(Place::Var(self.field(base, members, expr.span())?))
+                    Ok(Place::Var(self.field(base, members, expr.span(), out)?))
                 }
                 _ => Err(Unsupported::new(
                     expr.span(),

@@ -7,7 +7,13 @@
 //!   its uses;
 //! * a local built by a struct literal (`let q = Pt { a: x, b: 2.0 };`) is
 //!   its fields: one local variable per field, read and assigned by name
-//!   (`q.a`, `q.b += 1.0`), nested literals nested the same way.
+//!   (`q.a`, `q.b += 1.0`), nested literals nested the same way;
+//! * a local a call returns (`let r = f(..);`) is held whole, with a local
+//!   per field the body reads, bound right after the call;
+//! * a buffer parameter of a user type (`ps: &[Particle]`) is read by its
+//!   elements' fields (`ps[i].mass`, or `p.mass` for `p` an element a loop
+//!   or a `let` names), each read a local of its own, bound where it is
+//!   read.
 
 use syn::spanned::Spanned;
 use syn::Expr as SynExpr;
@@ -72,6 +78,136 @@ impl Lowerer {
         }
     }
 
+    /// `buffer[index].a.b` of a buffer parameter of a user type: the
+    /// buffer, the index and the members, outermost first.
+    pub(super) fn elem_field_chain<'e>(
+        &self,
+        expr: &'e SynExpr,
+    ) -> Option<(VarId, &'e SynExpr, Vec<syn::Member>)> {
+        let mut members = Vec::new();
+        let mut at = expr;
+        while let SynExpr::Field(field) = strip(at) {
+            members.push(field.member.clone());
+            at = &field.base;
+        }
+        let SynExpr::Index(index) = strip(at) else {
+            return None;
+        };
+        let SynExpr::Path(path) = strip(&index.expr) else {
+            return None;
+        };
+        let buffer = self.resolve_path(&path.path)?;
+        if self.kind(buffer) != VarKind::Structs || members.is_empty() {
+            return None;
+        }
+        members.reverse();
+        Some((buffer, &*index.index, members))
+    }
+
+    /// A field of an element of a buffer parameter of a user type, read
+    /// into a local of its own: the local.
+    pub(super) fn elem_field(
+        &mut self,
+        buffer: VarId,
+        index: Expr,
+        members: Vec<syn::Member>,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> VarId {
+        let temp = self.temp(span);
+        self.vars[temp].mutable = false;
+        let read = ExprKind::Field {
+            base: buffer,
+            index: Some(Box::new(index)),
+            members,
+        };
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: Some(Expr::new(read, span)),
+            },
+        ));
+        temp
+    }
+
+    /// The element of a buffer of a user type a variable names (a loop's
+    /// element, `let p = &ps[i];`): the buffer and the index's variable.
+    pub(super) fn element_of(&self, var: VarId) -> Option<(VarId, VarId)> {
+        self.elements.get(&var).copied()
+    }
+
+    /// `&ps[i]` or `ps[i]` of a buffer of a user type: the buffer and the
+    /// variable holding the index (the index's own variable when it keeps
+    /// its value, a loop's index or an immutable local; else a temporary
+    /// holding its value).
+    pub(super) fn element_named(
+        &mut self,
+        init: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<(VarId, VarId)>> {
+        let at = match strip(init) {
+            SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                strip(&reference.expr)
+            }
+            other => other,
+        };
+        let SynExpr::Index(index) = at else {
+            return Ok(None);
+        };
+        let SynExpr::Path(path) = strip(&index.expr) else {
+            return Ok(None);
+        };
+        let Some(buffer) = self.resolve_path(&path.path) else {
+            return Ok(None);
+        };
+        if self.kind(buffer) != VarKind::Structs {
+            return Ok(None);
+        }
+        if let SynExpr::Path(at) = strip(&index.index) {
+            if let Some(var) = self.resolve_path(&at.path) {
+                let fixed = !self.vars[var].mutable
+                    && matches!(
+                        self.vars[var].origin,
+                        Origin::LoopIndex | Origin::Local | Origin::Param(_)
+                    )
+                    && self.kind(var) == VarKind::Scalar;
+                if fixed {
+                    return Ok(Some((buffer, var)));
+                }
+            }
+        }
+        let span = index.index.span();
+        let value = self.value(&index.index, out)?;
+        let temp = self.temp(span);
+        self.vars[temp].mutable = false;
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: Some(value),
+            },
+        ));
+        Ok(Some((buffer, temp)))
+    }
+
+    /// Binds `name` to the element `index` (a variable nothing assigns
+    /// again) of the buffer of a user type `buffer`.
+    pub(super) fn bind_element(&mut self, name: &syn::Ident, buffer: VarId, index: VarId) -> VarId {
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable: false,
+            origin: Origin::Local,
+            kind: VarKind::Struct,
+            array: false,
+            annotation: None,
+            span: name.span(),
+        });
+        self.elements.insert(var, (buffer, index));
+        self.bind(name, var);
+        var
+    }
+
     /// The variable of field `members` of `base` (one per value and path).
     pub(super) fn field_leaf(
         &mut self,
@@ -123,7 +259,12 @@ impl Lowerer {
         base: VarId,
         members: Vec<syn::Member>,
         span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<VarId> {
+        if let Some((buffer, index)) = self.element_of(base) {
+            let index = Expr::new(ExprKind::Var(index), span);
+            return Ok(self.elem_field(buffer, index, members, span, out));
+        }
         if let Some((_, fields)) = self.call_fields.iter().find(|(var, _)| *var == base) {
             let key: Vec<String> = members.iter().map(member_key).collect();
             return fields
@@ -559,6 +700,7 @@ impl Lowerer {
             });
             let read = ExprKind::Field {
                 base: var,
+                index: None,
                 members: members.clone(),
             };
             out.push(self.stmt(
@@ -575,10 +717,47 @@ impl Lowerer {
         Ok(())
     }
 
-    /// An argument naming a parameter of a user type or a call's result
-    /// whole (`p`, `&p`, `*p`): passed to the callee as the twin the passes
-    /// hold.
-    pub(super) fn struct_arg(&self, arg: &SynExpr) -> Option<VarId> {
+    /// `f(..).a.b` of a user function returning a user type: the call's
+    /// result in a local of its own, and the field in another (its
+    /// variable).
+    pub(super) fn call_field(
+        &mut self,
+        expr: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<VarId>> {
+        let mut members = Vec::new();
+        let mut at = expr;
+        while let SynExpr::Field(field) = strip(at) {
+            members.push(field.member.clone());
+            at = &field.base;
+        }
+        members.reverse();
+        let SynExpr::Call(call) = strip(at) else {
+            return Ok(None);
+        };
+        let is_user = matches!(strip(&call.func), SynExpr::Path(path) if path.qself.is_none()
+            && matches!(crate::syntax::classify_call(&path.path), crate::syntax::CallKind::User));
+        if !is_user || !matches!(members.first(), Some(syn::Member::Named(_))) {
+            return Ok(None);
+        }
+        let name = quote::format_ident!("__deltad_call", span = proc_macro2::Span::mixed_site());
+        self.with_scope(|this| this.let_struct_call(&name, false, at, vec![members.clone()], out))?;
+        let (_, fields) = self
+            .call_fields
+            .last()
+            .expect("the call's local was just made");
+        Ok(Some(fields[0].1))
+    }
+
+    /// An argument naming a value of a user type whole (`p`, `&p`, `*p`,
+    /// `&ps[i]`): a parameter, a call's result or an element of a buffer
+    /// parameter, passed to the callee as the twin the passes hold. `None`
+    /// for other arguments.
+    pub(super) fn struct_arg(
+        &mut self,
+        arg: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<(VarId, Option<Expr>)>> {
         let mut at = strip(arg);
         loop {
             match at {
@@ -591,10 +770,36 @@ impl Lowerer {
                 _ => break,
             }
         }
-        let SynExpr::Path(path) = at else {
-            return None;
-        };
-        let var = self.resolve_path(&path.path)?;
-        (self.kind(var) == VarKind::Struct && !self.is_literal(var)).then_some(var)
+        match at {
+            SynExpr::Index(index) => {
+                let SynExpr::Path(path) = strip(&index.expr) else {
+                    return Ok(None);
+                };
+                let Some(buffer) = self.resolve_path(&path.path) else {
+                    return Ok(None);
+                };
+                if self.kind(buffer) != VarKind::Structs {
+                    return Ok(None);
+                }
+                let at = self.expr(&index.index, out)?;
+                Ok(Some((buffer, Some(at))))
+            }
+            SynExpr::Path(path) => {
+                let Some(var) = self.resolve_path(&path.path) else {
+                    return Ok(None);
+                };
+                if let Some((buffer, index)) = self.element_of(var) {
+                    let index = Expr::new(ExprKind::Var(index), arg.span());
+                    return Ok(Some((buffer, Some(index))));
+                }
+                let whole = match self.kind(var) {
+                    VarKind::Struct => !self.is_literal(var),
+                    VarKind::Structs => true,
+                    _ => false,
+                };
+                Ok(whole.then_some((var, None)))
+            }
+            _ => Ok(None),
+        }
     }
 }
