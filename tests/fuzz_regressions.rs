@@ -847,3 +847,36 @@ fn an_exit_leaves_a_block_whose_variable_an_inner_block_shadows() {
         );
     }
 }
+
+/// Fuzz seed 1450947366068361816 (quick batch p10, the first batch with
+/// helpers returning user types): a function of one real returning a user
+/// type took the one-input forward-mode gradient meant for real results (a
+/// compile error in its `jacobian`).
+mod one_real_input_and_a_result_of_a_user_type {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug, PartialEq)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate]
+    pub fn h0(x0: f64) -> Pt {
+        Pt {
+            a: 1.0,
+            b: -(x0 * f64::copysign(-0.3, -1.8)),
+        }
+    }
+
+    #[test]
+    fn its_jacobian_has_a_row_per_field() {
+        let (value, rows) = h0::jacobian(2.0);
+        // copysign(-0.3, -1.8) = -0.3, so b = 0.3 x.
+        assert_eq!(value, Pt { a: 1.0, b: 0.6 });
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].x0, 0.0);
+        assert_eq!(rows[1].x0, 0.3);
+        assert!(h0::tape_stats(2.0).compiled);
+    }
+}

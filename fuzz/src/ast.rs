@@ -27,6 +27,8 @@ pub struct Func {
     pub params: Vec<Param>,
     pub body: Vec<Stmt>,
     pub ret: Expr,
+    /// A helper returning `Pt { a: ret, b: ret_b }` instead of a real.
+    pub ret_b: Option<Expr>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +49,8 @@ pub enum ParamTy {
     Int(usize),
     /// `p: &Pt`, the derived struct.
     Struct,
+    /// `ps: &[Pt]` of the given length.
+    Structs(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -112,6 +116,11 @@ pub enum Stmt {
         a: Expr,
         b: Expr,
     },
+    /// `let name = helper(..);` of a helper returning a `Pt`.
+    LetCall {
+        name: String,
+        call: Expr,
+    },
     /// `let name = |param: f64| body;`
     LetClosure {
         name: String,
@@ -152,6 +161,12 @@ pub enum Stmt {
     ForSlice {
         elem: String,
         index: Option<String>,
+        slice: String,
+        body: Vec<Stmt>,
+    },
+    /// `for elem in structs.iter() {..}` over a `&[Pt]` parameter.
+    ForStructs {
+        elem: String,
         slice: String,
         body: Vec<Stmt>,
     },
@@ -205,6 +220,8 @@ pub enum Arg {
         name: String,
         buffer: bool,
     },
+    /// `&q` of a `Pt` (a parameter, a local, a loop's element).
+    Struct(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -253,6 +270,10 @@ pub enum Expr {
     Index(String, IExpr),
     /// `q.a` / `q.b` on a struct.
     Field(String, &'static str),
+    /// `ps[i % ps.len()].a` of a `&[Pt]` parameter.
+    ElemField(String, IExpr, &'static str),
+    /// `helper(..).a` of a helper returning a `Pt` (the inner `Call`).
+    CallField(Box<Expr>, &'static str),
     Neg(Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
     /// A math method without arguments besides the receiver.

@@ -84,20 +84,25 @@ fn param_decl(p: &Param) -> String {
         ParamTy::Slice(_) => format!("{}: &[f64]", p.name),
         ParamTy::Int(_) => format!("{}: usize", p.name),
         ParamTy::Struct => format!("{}: &Pt", p.name),
+        ParamTy::Structs(_) => format!("{}: &[Pt]", p.name),
     }
 }
 
 fn func(w: &mut Writer, f: &Func, attribute: &str) {
     let params: Vec<String> = f.params.iter().map(param_decl).collect();
     w.line(attribute);
+    let ret = if f.ret_b.is_some() { "Pt" } else { "f64" };
     w.line(&format!(
-        "pub fn {}({}) -> f64 {{",
+        "pub fn {}({}) -> {ret} {{",
         f.name,
         params.join(", ")
     ));
     w.indent += 1;
     block(w, &f.body);
-    w.line(&expr(&f.ret));
+    match &f.ret_b {
+        Some(b) => w.line(&format!("Pt {{ a: {}, b: {} }}", expr(&f.ret), expr(b))),
+        None => w.line(&expr(&f.ret)),
+    }
     w.indent -= 1;
     w.line("}");
 }
@@ -156,6 +161,12 @@ fn stmt(w: &mut Writer, s: &Stmt) {
             } else {
                 w.line(&format!("let mut {name} = vec![{:?}_f64; {len}];", fill));
             }
+        }
+        Stmt::LetCall { name, call } => {
+            w.line(&format!("let {name} = {};", expr(call)));
+        }
+        Stmt::ForStructs { elem, slice, body } => {
+            braced(w, &format!("for {elem} in {slice}.iter()"), body, "");
         }
         Stmt::LetStruct { name, a, b } => {
             w.line(&format!(
@@ -332,6 +343,8 @@ pub fn expr(e: &Expr) -> String {
         Expr::IntAsReal(i) => format!("({} as f64)", iexpr(i)),
         Expr::Index(s, i) => format!("{s}[{} % {s}.len()]", iexpr(i)),
         Expr::Field(s, f) => format!("{s}.{f}"),
+        Expr::ElemField(s, i, f) => format!("{s}[{} % {s}.len()].{f}", iexpr(i)),
+        Expr::CallField(call, f) => format!("{}.{f}", expr(call)),
         Expr::Neg(a) => format!("(-{})", expr(a)),
         Expr::Bin(op, a, b) => {
             let o = match op {
@@ -359,6 +372,7 @@ pub fn expr(e: &Expr) -> String {
                         name,
                         buffer: false,
                     } => name.clone(),
+                    Arg::Struct(name) => format!("&{name}"),
                 })
                 .collect();
             format!("{name}({})", args.join(", "))
@@ -449,6 +463,23 @@ fn run(w: &mut Writer, f: &Func) {
                 flatten.push(format!("flat.push(g.{n}.a);"));
                 flatten.push(format!("flat.push(g.{n}.b);"));
                 at += 2;
+            }
+            ParamTy::Structs(len) => {
+                let elems = |v: &str| {
+                    (0..len)
+                        .map(|k| {
+                            let i = at + 2 * k;
+                            format!("Pt {{ a: {v}[{i}], b: {v}[{}] }}", i + 1)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                args.push(format!("&[{}]", elems("p")));
+                tangent.push(format!("{n}: vec![{}]", elems("s")));
+                flatten.push(format!(
+                    "for e in &g.{n} {{ flat.push(e.a); flat.push(e.b); }}"
+                ));
+                at += 2 * len;
             }
             ParamTy::Int(bound) => {
                 draws.push(format!("let {n}: usize = rng.below({bound});"));

@@ -55,6 +55,8 @@ enum Kind {
     Slice(usize),
     Buf(usize),
     Struct,
+    /// `&[Pt]` parameter (its length).
+    Structs(usize),
     Closure,
 }
 
@@ -80,6 +82,8 @@ struct HelperSig {
     name: String,
     params: Vec<ParamTy>,
     bound: f64,
+    /// Returns a `Pt` (its fields are read, `h(..).a`).
+    returns_struct: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -127,6 +131,8 @@ enum S {
     LetBuf,
     BufAssign,
     LetStruct,
+    LetCall,
+    ForStructs,
     LetClosure,
     If,
     Match,
@@ -205,6 +211,19 @@ impl Gen {
                 ty: ParamTy::Slice(len),
             });
         }
+        if helper && self.uses_struct && self.rng.chance(0.4) {
+            params.push(Param {
+                name: "q".into(),
+                ty: ParamTy::Struct,
+            });
+        }
+        if !helper && self.uses_struct && self.rng.chance(0.4) {
+            let len = self.rng.range(1, 4);
+            params.push(Param {
+                name: "ps".into(),
+                ty: ParamTy::Structs(len),
+            });
+        }
         if !helper {
             if self.rng.chance(0.3) {
                 params.push(Param {
@@ -252,6 +271,7 @@ impl Gen {
                 ParamTy::Slice(len) => (Kind::Slice(if helper { 0 } else { len }), 2.0),
                 ParamTy::Int(n) => (Kind::Int(n), n as f64),
                 ParamTy::Struct => (Kind::Struct, 1.5),
+                ParamTy::Structs(n) => (Kind::Structs(n), 1.5),
             };
             self.declare(&p.name, kind, bound, false);
             let v = self.vars.last_mut().expect("just declared");
@@ -273,18 +293,24 @@ impl Gen {
     fn helper(&mut self, name: &str) -> Func {
         let params = self.params(true);
         self.begin_function(&params, true);
+        // Some helpers return a `Pt` (then they cannot `return` a real).
+        let returns_struct = self.uses_struct && self.rng.chance(0.35);
+        self.allow_return = !returns_struct;
         let body = self.top_block(2);
         let (ret, bound) = self.real_capped(3);
+        let ret_b = returns_struct.then(|| self.real_capped(3).0);
         self.helpers.push(HelperSig {
             name: name.to_string(),
             params: params.iter().map(|p| p.ty).collect(),
             bound,
+            returns_struct,
         });
         Func {
             name: name.to_string(),
             params,
             body,
             ret,
+            ret_b,
         }
     }
 
@@ -298,6 +324,7 @@ impl Gen {
             params,
             body,
             ret,
+            ret_b: None,
         }
     }
 
@@ -352,6 +379,26 @@ impl Gen {
                 S::LetStruct,
                 if self.uses_struct && !straight { 4 } else { 0 },
             ),
+            (
+                S::LetCall,
+                if !straight && self.helpers.iter().any(|h| h.returns_struct) {
+                    3
+                } else {
+                    0
+                },
+            ),
+            (
+                S::ForStructs,
+                if loops_ok
+                    && !self
+                        .visible_where(|v| matches!(v.kind, Kind::Structs(_)))
+                        .is_empty()
+                {
+                    4
+                } else {
+                    0
+                },
+            ),
             (S::LetClosure, if straight { 0 } else { 4 }),
             (S::If, if nested { 10 } else { 0 }),
             (S::Match, if nested { 4 } else { 0 }),
@@ -378,6 +425,33 @@ impl Gen {
                 let name = self.name("q");
                 self.declare(&name, Kind::Struct, CAP, false);
                 vec![Stmt::LetStruct { name, a, b }]
+            }
+            S::LetCall => {
+                let structs: Vec<usize> = (0..self.helpers.len())
+                    .filter(|&h| self.helpers[h].returns_struct)
+                    .collect();
+                let h = *self.rng.pick(&structs);
+                match self.call_of(h, depth.max(1)) {
+                    Some(call) => {
+                        let name = self.name("r");
+                        let bound = self.helpers[h].bound;
+                        self.declare(&name, Kind::Struct, bound, false);
+                        vec![Stmt::LetCall { name, call }]
+                    }
+                    None => vec![self.let_stmt()],
+                }
+            }
+            S::ForStructs => {
+                let structs = self.visible_where(|v| matches!(v.kind, Kind::Structs(_)));
+                let slice = self.vars[*self.rng.pick(&structs)].name.clone();
+                let elem = self.name("e");
+                self.enter_loop(4, LoopKind::Plain);
+                let mark = self.vars.len();
+                self.declare(&elem, Kind::Struct, 1.5, false);
+                let body = self.block(depth - 1);
+                self.vars.truncate(mark);
+                self.loop_levels.pop();
+                vec![Stmt::ForStructs { elem, slice, body }]
             }
             S::LetClosure => vec![self.let_closure()],
             S::If => {
@@ -979,7 +1053,7 @@ impl Gen {
         let structs = if straight {
             Vec::new()
         } else {
-            self.visible_where(|v| v.kind == Kind::Struct)
+            self.visible_where(|v| matches!(v.kind, Kind::Struct | Kind::Structs(_)))
         };
         let ints = if straight {
             Vec::new()
@@ -1018,10 +1092,12 @@ impl Gen {
             3 => {
                 let i = *self.rng.pick(&structs);
                 let field = if self.rng.chance(0.5) { "a" } else { "b" };
-                (
-                    Expr::Field(self.vars[i].name.clone(), field),
-                    self.vars[i].bound,
-                )
+                let (name, bound) = (self.vars[i].name.clone(), self.vars[i].bound);
+                let e = match self.vars[i].kind {
+                    Kind::Structs(_) => Expr::ElemField(name, self.iexpr(), field),
+                    _ => Expr::Field(name, field),
+                };
+                (e, bound)
             }
             4 => {
                 let i = *self.rng.pick(&ints);
@@ -1132,13 +1208,32 @@ impl Gen {
         }
     }
 
-    /// A call to an earlier helper, with arguments of any activity.
+    /// A call to an earlier helper, with arguments of any activity (a
+    /// helper returning a `Pt` read by one of its fields).
     fn call(&mut self, depth: usize) -> (Expr, f64) {
         let h = self.rng.below(self.helpers.len());
+        let Some(call) = self.call_of(h, depth) else {
+            return self.leaf();
+        };
+        let bound = self.helpers[h].bound;
+        if self.helpers[h].returns_struct {
+            let field = if self.rng.chance(0.5) { "a" } else { "b" };
+            return (Expr::CallField(Box::new(call), field), bound);
+        }
+        (call, bound)
+    }
+
+    /// A call of helper `h` (`None` if no value fits one of its
+    /// parameters here).
+    fn call_of(&mut self, h: usize, depth: usize) -> Option<Expr> {
         let params = self.helpers[h].params.clone();
         let seqs = self.sequences();
+        let structs = self.visible_where(|v| v.kind == Kind::Struct);
         if params.iter().any(|p| matches!(p, ParamTy::Slice(_))) && seqs.is_empty() {
-            return self.leaf();
+            return None;
+        }
+        if params.iter().any(|p| matches!(p, ParamTy::Struct)) && structs.is_empty() {
+            return None;
         }
         let mut args = Vec::new();
         for p in params {
@@ -1151,16 +1246,19 @@ impl Gen {
                         buffer: matches!(v.kind, Kind::Buf(_)),
                     });
                 }
+                ParamTy::Struct => {
+                    let i = *self.rng.pick(&structs);
+                    args.push(Arg::Struct(self.vars[i].name.clone()));
+                }
                 _ => {
-                    let (e, b) = self.real(depth - 1);
+                    let (e, b) = self.real(depth.max(1) - 1);
                     // Helpers assume arguments of magnitude about 2.
                     let (e, _) = if b > 3.0 { self.squash(e, b) } else { (e, b) };
                     args.push(Arg::Real(e));
                 }
             }
         }
-        let bound = self.helpers[h].bound;
-        (Expr::Call(self.helpers[h].name.clone(), args), bound)
+        Some(Expr::Call(self.helpers[h].name.clone(), args))
     }
 
     /// An iterator chain over a slice or buffer.

@@ -297,6 +297,7 @@ impl Mutator {
                 self.expr(b);
             }
             Stmt::LetClosure { body, .. } => self.expr(body),
+            Stmt::LetCall { call, .. } => self.expr(call),
             Stmt::If { cond, then, els } => {
                 self.cond(cond);
                 self.stmts(then);
@@ -309,6 +310,7 @@ impl Mutator {
             }
             Stmt::For { body, .. }
             | Stmt::ForSlice { body, .. }
+            | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => self.stmts(body),
             Stmt::LetBuf { .. } | Stmt::Break | Stmt::Continue => {}
@@ -367,7 +369,8 @@ fn bodies(s: &Stmt) -> Vec<Vec<Stmt>> {
         Stmt::For { body, .. }
         | Stmt::ForSlice { body, .. }
         | Stmt::While { body, .. }
-        | Stmt::Loop { body, .. } => vec![body.clone()],
+        | Stmt::Loop { body, .. }
+        | Stmt::ForStructs { body, .. } => vec![body.clone()],
         _ => Vec::new(),
     }
 }
@@ -387,9 +390,10 @@ fn children(e: &Expr) -> Vec<&Expr> {
             .iter()
             .filter_map(|a| match a {
                 Arg::Real(e) => Some(e),
-                Arg::Slice { .. } => None,
+                Arg::Slice { .. } | Arg::Struct(_) => None,
             })
             .collect(),
+        Expr::CallField(call, _) => vec![call],
         Expr::ClosureCall(_, a) => vec![a],
         Expr::IfElse(_, a, b) | Expr::MatchBool(_, a, b) => vec![a, b],
         Expr::MatchInt(_, arms) => arms.iter().collect(),
@@ -411,9 +415,10 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             .iter_mut()
             .filter_map(|a| match a {
                 Arg::Real(e) => Some(e),
-                Arg::Slice { .. } => None,
+                Arg::Slice { .. } | Arg::Struct(_) => None,
             })
             .collect(),
+        Expr::CallField(call, _) => vec![call],
         Expr::ClosureCall(_, a) => vec![a],
         Expr::IfElse(_, a, b) | Expr::MatchBool(_, a, b) => vec![a, b],
         Expr::MatchInt(_, arms) => arms.iter_mut().collect(),
@@ -486,6 +491,7 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
                 visit_expr(b, e);
             }
             Stmt::LetClosure { body, .. } => visit_expr(body, e),
+            Stmt::LetCall { call, .. } => visit_expr(call, e),
             Stmt::If { cond, then, els } => {
                 visit_cond(cond, e);
                 visit_stmts(then, s, e);
@@ -498,6 +504,7 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
             }
             Stmt::For { body, .. }
             | Stmt::ForSlice { body, .. }
+            | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => visit_stmts(body, s, e),
             Stmt::LetBuf { .. } | Stmt::Break | Stmt::Continue => {}
@@ -543,6 +550,7 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
                 visit_expr_mut(b, f);
             }
             Stmt::LetClosure { body, .. } => visit_expr_mut(body, f),
+            Stmt::LetCall { call, .. } => visit_expr_mut(call, f),
             Stmt::If { cond, then, els } => {
                 visit_cond_mut(cond, f);
                 visit_stmts_mut(then, f);
@@ -555,6 +563,7 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
             }
             Stmt::For { body, .. }
             | Stmt::ForSlice { body, .. }
+            | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => visit_stmts_mut(body, f),
             Stmt::LetBuf { .. } | Stmt::Break | Stmt::Continue => {}

@@ -12,6 +12,7 @@ enum Kind {
     Slice,
     Buf,
     Struct,
+    Structs,
     Closure,
 }
 
@@ -21,6 +22,8 @@ struct Env<'p> {
     loops: usize,
     frozen: Vec<String>,
     uses_struct: bool,
+    /// The function returns a `Pt` (no `return` of a real).
+    returns_struct: bool,
 }
 
 /// True when `p` passes the checks.
@@ -43,6 +46,7 @@ pub fn valid(p: &Program) -> bool {
             loops: 0,
             frozen: Vec::new(),
             uses_struct: p.uses_struct,
+            returns_struct: f.ret_b.is_some(),
         };
         for q in &f.params {
             let kind = match q.ty {
@@ -50,12 +54,18 @@ pub fn valid(p: &Program) -> bool {
                 ParamTy::Slice(_) => Kind::Slice,
                 ParamTy::Int(_) => Kind::Int,
                 ParamTy::Struct if p.uses_struct => Kind::Struct,
-                ParamTy::Struct => return false,
+                ParamTy::Structs(n) if p.uses_struct && n > 0 => Kind::Structs,
+                ParamTy::Struct | ParamTy::Structs(_) => return false,
             };
             env.vars.push((q.name.clone(), kind));
         }
         if !env.block(&f.body) || !env.expr(&f.ret) {
             return false;
+        }
+        if let Some(b) = &f.ret_b {
+            if !p.uses_struct || !env.expr(b) {
+                return false;
+            }
         }
     }
     true
@@ -120,6 +130,15 @@ impl Env<'_> {
                 let ok = self.uses_struct && self.expr(a) && self.expr(b);
                 self.vars.push((name.clone(), Kind::Struct));
                 ok
+            }
+            Stmt::LetCall { name, call } => {
+                let ok = self.struct_call(call);
+                self.vars.push((name.clone(), Kind::Struct));
+                ok
+            }
+            Stmt::ForStructs { elem, slice, body } => {
+                self.is(slice, |k| k == Kind::Structs)
+                    && self.in_loop(&[(elem.clone(), Kind::Struct)], body)
             }
             Stmt::LetClosure { name, param, body } => {
                 // The body sees the parameter and immutable reals only.
@@ -202,7 +221,34 @@ impl Env<'_> {
                 self.in_loop(&[(counter.clone(), Kind::Int)], body)
             }
             Stmt::Break | Stmt::Continue => self.loops > 0,
-            Stmt::Return(e) => self.expr(e),
+            Stmt::Return(e) => !self.returns_struct && self.expr(e),
+        }
+    }
+
+    /// A call of an earlier function with arguments of its parameters'
+    /// kinds, returning a `Pt` if `structure` (else a real).
+    fn call(&self, name: &str, args: &[Arg], structure: bool) -> bool {
+        let Some(f) = self.funcs.iter().find(|f| f.name == name) else {
+            return false;
+        };
+        f.ret_b.is_some() == structure
+            && f.params.len() == args.len()
+            && f.params.iter().zip(args).all(|(p, a)| match (p.ty, a) {
+                (ParamTy::Real, Arg::Real(e)) => self.expr(e),
+                (ParamTy::Slice(_), Arg::Slice { name, buffer }) => {
+                    let want = if *buffer { Kind::Buf } else { Kind::Slice };
+                    self.is(name, |k| k == want)
+                }
+                (ParamTy::Struct, Arg::Struct(name)) => self.is(name, |k| k == Kind::Struct),
+                _ => false,
+            })
+    }
+
+    /// `e` is a call of a function returning a `Pt`.
+    fn struct_call(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Call(name, args) => self.uses_struct && self.call(name, args, true),
+            _ => false,
         }
     }
 
@@ -230,6 +276,7 @@ impl Env<'_> {
             loops: 0,
             frozen: self.frozen.clone(),
             uses_struct: self.uses_struct,
+            returns_struct: self.returns_struct,
         };
         inner
             .vars
@@ -245,25 +292,14 @@ impl Env<'_> {
             Expr::IntAsReal(i) => self.iexpr(i),
             Expr::Index(s, i) => self.seq(s) && self.iexpr(i),
             Expr::Field(s, _) => self.is(s, |k| k == Kind::Struct),
+            Expr::ElemField(s, i, _) => self.is(s, |k| k == Kind::Structs) && self.iexpr(i),
+            Expr::CallField(call, _) => self.struct_call(call),
             Expr::Neg(a) | Expr::Unary(_, a, _) | Expr::Powi(a, _) | Expr::SinCos(a, _) => {
                 self.expr(a)
             }
             Expr::Bin(_, a, b) => self.expr(a) && self.expr(b),
             Expr::Multi(_, a, args, _) => self.expr(a) && args.iter().all(|x| self.expr(x)),
-            Expr::Call(name, args) => {
-                let Some(f) = self.funcs.iter().find(|f| &f.name == name) else {
-                    return false;
-                };
-                f.params.len() == args.len()
-                    && f.params.iter().zip(args).all(|(p, a)| match (p.ty, a) {
-                        (ParamTy::Real, Arg::Real(e)) => self.expr(e),
-                        (ParamTy::Slice(_), Arg::Slice { name, buffer }) => {
-                            let want = if *buffer { Kind::Buf } else { Kind::Slice };
-                            self.is(name, |k| k == want)
-                        }
-                        _ => false,
-                    })
-            }
+            Expr::Call(name, args) => self.call(name, args, false),
             Expr::ClosureCall(name, a) => self.is(name, |k| k == Kind::Closure) && self.expr(a),
             Expr::IfElse(c, a, b) | Expr::MatchBool(c, a, b) => {
                 self.cond(c) && self.expr(a) && self.expr(b)
@@ -299,7 +335,10 @@ impl Env<'_> {
 fn has_seq_access(e: &Expr) -> bool {
     let mut found = false;
     crate::shrink::visit_expr(e, &mut |x| {
-        if matches!(x, Expr::Index(..) | Expr::Chain(..) | Expr::Call(..)) {
+        if matches!(
+            x,
+            Expr::Index(..) | Expr::Chain(..) | Expr::Call(..) | Expr::ElemField(..)
+        ) {
             found = true;
         }
     });

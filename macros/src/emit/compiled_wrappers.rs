@@ -358,7 +358,7 @@ impl Generator<'_> {
         let input = active.next()?;
         let one_real = active.next().is_none()
             && matches!(input.kind, ParamKind::Real)
-            && self.signature.buffer_output().is_none();
+            && matches!(self.signature.output, crate::signature::Output::Real);
         (one_real && crate::analyze::mode::forward_gradient(&compiled.function))
             .then_some(&input.name)
     }
