@@ -641,3 +641,24 @@ fn buffers_of_user_types() {
     calls_the_tape::check_derivatives(&qs[..2], &p, 0.7).assert_within(1e-6);
     assert!(batch::tape_stats(&qs, &vs, &w).compiled);
 }
+
+/// A field of a literal given a bare float literal has the field's type,
+/// which methods need (`q.a.recip()`).
+#[differentiate(compiled)]
+fn literal_field_methods(x: f64) -> f64 {
+    let q = Pt { a: 1.5, b: x };
+    let r = Pt {
+        a: -0.5 * 2.0,
+        b: q.b.exp(),
+    };
+    q.a.recip() * q.b + r.a.abs() * r.b
+}
+
+#[test]
+fn float_literals_in_struct_literals() {
+    let x = 0.4;
+    let (value, g) = literal_field_methods::value_and_grad(x);
+    assert_eq!(value, literal_field_methods(x));
+    // f = x / 1.5 + exp(x).
+    assert!(close(g.x, 1.0 / 1.5 + x.exp()));
+}

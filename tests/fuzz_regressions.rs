@@ -880,3 +880,37 @@ mod one_real_input_and_a_result_of_a_user_type {
         assert!(h0::tape_stats(2.0).compiled);
     }
 }
+
+/// Fuzz seed 30 p278 (seed 9382957541248409122): a local built by a struct
+/// literal whose field is a bare float literal (`Pt { a: 2.0, .. }`) became a
+/// local of type `{float}`, on which `(q.a * q.a + 0.5).recip()` is an
+/// ambiguous method call (a compile error); the field's variable now has the
+/// function's float type.
+mod literal_field_of_a_bare_float {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate]
+    pub fn h0(x2: f64) -> f64 {
+        let q8 = Pt {
+            a: 2.0,
+            b: x2.to_radians().atan(),
+        };
+        ((q8.a * q8.a) + 0.5).recip() * q8.b
+    }
+
+    #[test]
+    fn the_field_has_the_functions_float_type() {
+        let x = 0.7_f64;
+        let g = h0::grad(x);
+        // f = atan(x·π/180) / 4.5.
+        let r = x.to_radians();
+        let expected = (1.0 / (1.0 + r * r)) * (std::f64::consts::PI / 180.0) / 4.5;
+        assert!((g.x2 - expected).abs() < 1e-15);
+    }
+}

@@ -59,6 +59,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         by_ref: HashSet::new(),
         closures: closures::Closures::new(),
         returns_buffer: signature.buffer_output().is_some(),
+        precision: signature.precision,
         plain: HashSet::new(),
         fields: Vec::new(),
         field_vars: Vec::new(),
@@ -266,6 +267,8 @@ pub(super) struct Lowerer {
     closures: closures::Closures,
     /// The function's result is a buffer (`Vec` or array of reals).
     returns_buffer: bool,
+    /// The function's machine float.
+    precision: crate::signature::Precision,
     /// Variables that never hold a differentiated value: constant and
     /// discrete parameters, names taken out of plain values by patterns.
     plain: HashSet<VarId>,

@@ -395,7 +395,16 @@ impl Lowerer {
                         ));
                     }
                     let value = self.value(value, out)?;
-                    self.let_scalar(&field_name, mutable, value, out)
+                    let untyped = untyped_float(&value);
+                    let var = self.let_scalar(&field_name, mutable, value, out);
+                    // The field's type, which the literal leaves open
+                    // (`Pt { a: 1.5, .. }`): a real of the function's
+                    // precision (a differentiable type has one precision).
+                    if untyped {
+                        let float = self.precision.ident(field_name.span());
+                        self.vars[var].annotation = Some(syn::parse_quote!(#float));
+                    }
+                    var
                 }
             };
             fields.push((field.member.clone(), var));
@@ -548,6 +557,17 @@ impl Lowerer {
             path: literal.path.clone(),
             fields,
         })
+    }
+}
+
+/// True for a value of unsuffixed float literals alone (`1.5`, `-0.5 * 2.0`),
+/// whose type Rust leaves open until something fixes it.
+fn untyped_float(expr: &Expr) -> bool {
+    match &expr.kind {
+        ExprKind::Lit(syn::Lit::Float(float)) => float.suffix().is_empty(),
+        ExprKind::Neg(a) => untyped_float(a),
+        ExprKind::Arith(_, a, b) => untyped_float(a) && untyped_float(b),
+        _ => false,
     }
 }
 
