@@ -662,3 +662,42 @@ fn float_literals_in_struct_literals() {
     // f = x / 1.5 + exp(x).
     assert!(close(g.x, 1.0 / 1.5 + x.exp()));
 }
+
+/// Methods on the compiled path: `&self` is a parameter of a user type.
+#[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Spring {
+    pub k: f64,
+    pub rest: f64,
+}
+
+#[differentiate]
+impl Spring {
+    fn energy(&self, x: f64) -> f64 {
+        let d = x - self.rest;
+        0.5 * self.k * d * d
+    }
+
+    fn stiffer(&self, factor: f64) -> Spring {
+        Spring {
+            k: self.k * factor,
+            rest: self.rest + 0.0 * factor,
+        }
+    }
+}
+
+#[test]
+fn methods_take_the_compiled_path() {
+    let s = Spring { k: 3.0, rest: 0.5 };
+    let x = 1.25;
+    let (value, g) = spring_energy::value_and_grad(&s, x);
+    assert_eq!(value, s.energy(x));
+    let d = x - s.rest;
+    assert!(close(g.self_.k, 0.5 * d * d) && close(g.self_.rest, -s.k * d) && close(g.x, s.k * d));
+    assert!(spring_energy::tape_stats(&s, x).compiled);
+    let (value, rows) = spring_stiffer::jacobian(&s, 2.0);
+    assert_eq!(value, s.stiffer(2.0));
+    assert_eq!(rows[0].self_, Spring { k: 2.0, rest: 0.0 });
+    assert_eq!(rows[0].factor, 3.0);
+    assert_eq!(rows[1].self_, Spring { k: 0.0, rest: 1.0 });
+    assert!(spring_stiffer::tape_stats(&s, 2.0).compiled);
+}

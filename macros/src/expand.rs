@@ -229,9 +229,6 @@ fn compile(
             "`#[differentiate(tape)]` asks for the tape".to_string(),
         ));
     }
-    if target.method.is_some() {
-        return Err((None, "methods are not on the compiled path yet".to_string()));
-    }
     if !emit::compiled_path_signature(signature) {
         return Err((
             None,
