@@ -701,3 +701,22 @@ fn methods_take_the_compiled_path() {
     assert_eq!(rows[1].self_, Spring { k: 0.0, rest: 1.0 });
     assert!(spring_stiffer::tape_stats(&s, 2.0).compiled);
 }
+
+/// A field of an element copied into a result: of unknown type, so the
+/// function stays on the tape (the derivative is kept).
+#[differentiate]
+fn first_swapped(ps: &[Pt]) -> Pt {
+    Pt {
+        a: ps[0].b,
+        b: ps[0].a,
+    }
+}
+
+#[test]
+fn copies_of_element_fields_keep_their_derivatives() {
+    let ps = [Pt { a: 0.5, b: -2.0 }, Pt { a: 1.0, b: 1.0 }];
+    let (_, rows) = first_swapped::jacobian(&ps);
+    assert_eq!(rows[0].ps[0], Pt { a: 0.0, b: 1.0 });
+    assert_eq!(rows[1].ps[0], Pt { a: 1.0, b: 0.0 });
+    assert_eq!(rows[1].ps[1], Pt { a: 0.0, b: 0.0 });
+}

@@ -17,17 +17,26 @@ use crate::ir::{
 
 pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported> {
     let known = |ty: &Ty| matches!(ty, Ty::Real | Ty::Int | Ty::Named(_) | Ty::Bool);
-    // Fields of parameters, and the locals holding fields of calls' results.
+    // Fields of parameters, and the locals holding fields of calls' results
+    // and of elements of buffers.
     let mut read_fields: Vec<bool> = function
         .vars
         .iter()
         .map(|info| matches!(info.origin, Origin::Field(_)))
         .collect();
-    for (_, fields) in &function.call_fields {
-        for (_, var) in fields {
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Let {
+            var,
+            init:
+                Some(Expr {
+                    kind: ExprKind::Field { .. },
+                    ..
+                }),
+        } = &stmt.kind
+        {
             read_fields[*var] = true;
         }
-    }
+    });
     let mut unknown: Vec<bool> = (0..function.vars.len())
         .map(|var| read_fields[var] && !known(&types[var]))
         .collect();

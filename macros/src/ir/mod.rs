@@ -54,15 +54,7 @@ pub(crate) struct Function {
     /// For a function returning a user type: the result's fields, each a
     /// variable assigned by every `return` and the body's tail.
     pub result_struct: Option<StructValue>,
-    /// The locals of user types that calls return (`let r = f(..);`), each
-    /// with the fields the body reads: a local per field, bound by a `let`
-    /// right after the call's.
-    pub call_fields: Vec<(VarId, Vec<FieldLocal>)>,
 }
-
-/// A field of a local of a user type (the members leading to it) and the
-/// local holding its value.
-pub(crate) type FieldLocal = (Vec<syn::Member>, VarId);
 
 /// A value of a user type built from variables: the type's path as written
 /// in its struct literal, and each field's variable (or nested value).

@@ -210,7 +210,6 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         block_count: lowerer.next_block,
         fields: lowerer.fields,
         result_struct,
-        call_fields: lowerer.call_fields,
     })
 }
 
@@ -280,7 +279,7 @@ pub(super) struct Lowerer {
     /// index's variable.
     elements: std::collections::HashMap<VarId, (VarId, VarId)>,
     /// The locals of user types calls return, and their fields' variables.
-    call_fields: Vec<(VarId, Vec<crate::ir::FieldLocal>)>,
+    call_fields: Vec<(VarId, Vec<structs::FieldLocal>)>,
     /// The locals built by struct literals, and their fields' variables.
     literals: std::collections::HashMap<VarId, structs::Literal>,
 }

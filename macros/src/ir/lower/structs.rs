@@ -42,6 +42,10 @@ impl Literal {
     }
 }
 
+/// A field of a local of a user type a call returned (the members leading
+/// to it) and the local holding its value.
+pub(super) type FieldLocal = (Vec<syn::Member>, VarId);
+
 /// A member as a key: its name, or its index for tuple structs.
 fn member_key(member: &syn::Member) -> String {
     match member {
