@@ -414,12 +414,32 @@ fn results_of_user_types() {
     assert!(g.speed.is_finite());
 }
 
-/// A result whose fields are copies of fields of unknown type: the macro
-/// cannot tell they are reals, so the function stays on the tape (copied
-/// as plain data, their derivatives would be lost).
-#[differentiate]
+/// A result whose fields are copies of a parameter's fields of unknown
+/// type: each copied as it is, its adjoint going back to the parameter's
+/// field where that is a differentiated real (and nowhere for a plain or a
+/// `#[no_grad]` one).
+#[differentiate(compiled)]
 fn swapped(p: &Pt) -> Pt {
     Pt { a: p.b, b: p.a }
+}
+
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Tagged {
+    pub value: f64,
+    pub id: usize,
+    #[no_grad]
+    pub scale: f64,
+    pub weight: f64,
+}
+
+#[differentiate(compiled)]
+fn bump(t: &Tagged, x: f64) -> Tagged {
+    Tagged {
+        value: t.value * x,
+        id: t.id,
+        scale: t.scale,
+        weight: t.weight,
+    }
 }
 
 #[test]
@@ -429,6 +449,29 @@ fn copies_of_fields_into_a_result_keep_their_derivatives() {
     assert_eq!(value, Pt { a: -2.0, b: 0.5 });
     assert_eq!(rows[0].p, Pt { a: 0.0, b: 1.0 });
     assert_eq!(rows[1].p, Pt { a: 1.0, b: 0.0 });
+    let t = Tagged {
+        value: 2.0,
+        id: 7,
+        scale: 0.25,
+        weight: -1.5,
+    };
+    let (value, rows) = bump::jacobian(&t, 3.0);
+    assert_eq!(value, bump(&t, 3.0));
+    // The reals of a `Tagged`: value, weight (`scale` is `#[no_grad]`).
+    assert_eq!(rows.len(), 2);
+    let zero = |value, weight| Tagged {
+        value,
+        id: 7,
+        scale: 0.25,
+        weight,
+    };
+    assert_eq!(rows[0].t, zero(3.0, 0.0));
+    assert_eq!(rows[0].x, 2.0);
+    assert_eq!(rows[1].t, zero(0.0, 1.0));
+    assert_eq!(rows[1].x, 0.0);
+    let seed = zero(1.0, 1.0);
+    let (_, g) = bump::vjp(&t, 3.0, &seed);
+    assert_eq!(g.t, zero(3.0, 1.0));
 }
 
 /// Values of user types passed whole to compiled callees and returned by

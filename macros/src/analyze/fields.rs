@@ -8,6 +8,12 @@
 //! tested, printed, or copied into a variable used the same way. Anywhere
 //! else (an argument, a cast, plain code) a real would lose its derivative,
 //! so the function stays on the tape, with the place and what to write.
+//!
+//! One use is taken whatever the type: a field of a parameter copied
+//! unchanged into a field of the result (`Pt { a: p.b, .. }`), the same one
+//! on every path. The result's field is then the parameter's field, copied
+//! as it is, and its adjoint goes back to it where it is a differentiated
+//! real (`runtime`'s `LeafCopy`).
 
 use super::Ty;
 use crate::ir::{
@@ -15,7 +21,13 @@ use crate::ir::{
     VarId,
 };
 
-pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported> {
+/// A field of the result that is a copy of a field of a parameter: the
+/// result's field variable and the parameter's field variable.
+pub(crate) type PassThrough = (VarId, VarId);
+
+/// Checks the uses of fields of unknown type; returns the result's fields
+/// that copy a parameter's.
+pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<Vec<PassThrough>, Unsupported> {
     let known = |ty: &Ty| matches!(ty, Ty::Real | Ty::Int | Ty::Named(_) | Ty::Bool);
     // Fields of parameters, and the locals holding fields of calls' results
     // and of elements of buffers.
@@ -41,7 +53,7 @@ pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported
         .map(|var| read_fields[var] && !known(&types[var]))
         .collect();
     if !unknown.contains(&true) {
-        return Ok(());
+        return Ok(Vec::new());
     }
     // Copies of such fields are such values too.
     loop {
@@ -69,15 +81,74 @@ pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<(), Unsupported
         }
     }
     // A field of a result of a user type takes its value whatever its type
-    // is: an unknown one there would be a derivative lost.
+    // is: an unknown one there would be a derivative lost, unless it is a
+    // parameter's field copied as it is.
+    let mut pass_through = Vec::new();
     if let Some(value) = &function.result_struct {
-        if let Some((_, var)) = value.leaves().into_iter().find(|&(_, var)| unknown[var]) {
-            return Err(unknown_result(function, var));
+        for (_, var) in value.leaves() {
+            if !unknown[var] {
+                continue;
+            }
+            match copied_field(function, var) {
+                Some(field) => pass_through.push((var, field)),
+                None => return Err(unknown_result(function, var)),
+            }
         }
     }
     let mut problem = None;
     check_block(&function.body, function, &unknown, &mut problem);
-    problem.map_or(Ok(()), Err)
+    problem.map_or(Ok(pass_through), Err)
+}
+
+/// The parameter's field every assignment of the result's field `var`
+/// copies (through locals that are copies and never change), if there is
+/// one.
+fn copied_field(function: &Function, var: VarId) -> Option<VarId> {
+    let mut definitions: Vec<Option<&Expr>> = vec![None; function.vars.len()];
+    let mut assigned = vec![false; function.vars.len()];
+    let mut sources = Vec::new();
+    function.body.each_stmt(&mut |stmt| match &stmt.kind {
+        StmtKind::Let {
+            var: v,
+            init: Some(init),
+        } => definitions[*v] = Some(init),
+        StmtKind::Assign {
+            place: Place::Var(target),
+            value,
+            ..
+        } => {
+            assigned[*target] = true;
+            if *target == var {
+                sources.push(value);
+            }
+        }
+        _ => {}
+    });
+    let mut field = None;
+    for source in sources {
+        let mut at = source;
+        let found = loop {
+            let ExprKind::Var(v) = at.kind else {
+                return None;
+            };
+            if let Origin::Field(id) = function.vars[v].origin {
+                let base = function.fields[id].base;
+                if !matches!(function.vars[base].origin, Origin::Param(_)) {
+                    return None;
+                }
+                break v;
+            }
+            if assigned[v] {
+                return None;
+            }
+            at = definitions[v]?;
+        };
+        if field.is_some_and(|f| f != found) {
+            return None;
+        }
+        field = Some(found);
+    }
+    field
 }
 
 /// The first field read whose copy reaches the result field `var`.

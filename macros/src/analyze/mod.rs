@@ -23,11 +23,13 @@ pub(crate) struct Analysis {
     pub active: Vec<bool>,
     pub types: Vec<Ty>,
     pub plan: Plan,
+    /// The result's fields that copy a parameter's field of unknown type.
+    pub pass_through: Vec<fields::PassThrough>,
 }
 
 pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Analysis, Unsupported> {
     let types = types::infer(function, signature);
-    fields::check(function, &types)?;
+    let pass_through = fields::check(function, &types)?;
     let active = activity::analyze(function, signature, &types);
     activity::check(function, &active, signature.precision)?;
     let positions = positions::Positions::new(function);
@@ -37,5 +39,6 @@ pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Anal
         active,
         types,
         plan,
+        pass_through,
     })
 }

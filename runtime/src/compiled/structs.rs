@@ -183,6 +183,38 @@ pub fn twin_gradient<S: Scalar, T: Differentiable<S::Prim>>(
     T::from_twin(T::map_twin(adjoint, &mut |leaf: &Active<S>| part(leaf.0)))
 }
 
+/// A field of a result that copies a parameter's field of a type the macro
+/// cannot see: `(&mut LeafCopy(&mut parameter_adjoint.f, &result_adjoint.g))
+/// .add_adjoint()` adds the result's adjoint into the parameter's where
+/// the field is a differentiated real ([`CopyActive`]), and does nothing
+/// for any other field ([`CopyPlain`]): method resolution picks the first
+/// for `Active` leaves, by autoref the second for the others.
+pub struct LeafCopy<'a, L>(pub &'a mut L, pub &'a L);
+
+/// The adjoint of a copied differentiated real: added.
+pub trait CopyActive {
+    /// Adds the result's adjoint into the parameter's.
+    fn add_adjoint(&mut self);
+}
+
+impl<S: Scalar> CopyActive for LeafCopy<'_, Active<S>> {
+    #[inline(always)]
+    fn add_adjoint(&mut self) {
+        self.0 .0 += self.1 .0;
+    }
+}
+
+/// The adjoint of a copied plain field: none.
+pub trait CopyPlain {
+    /// Does nothing.
+    fn add_adjoint(&mut self);
+}
+
+impl<L> CopyPlain for &mut LeafCopy<'_, L> {
+    #[inline(always)]
+    fn add_adjoint(&mut self) {}
+}
+
 /// The value in the user's type of a twin of the pass (a result).
 #[inline]
 pub fn twin_value<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> T {

@@ -72,6 +72,35 @@ impl Passes<'_> {
                 ::deltad::__private::TwinSink::with(&mut #sink, |#twin| { #(#field_adds)* });
             });
         }
+        // A result's field that copies a parameter's: its adjoint goes back
+        // there, where the field is a differentiated real.
+        if let Some(value) = &self.function.result_struct {
+            for (members, var) in value.leaves() {
+                let Some(&(_, field)) = self.analysis.pass_through.iter().find(|(m, _)| *m == var)
+                else {
+                    continue;
+                };
+                let crate::ir::Origin::Field(id) = self.function.vars[field].origin else {
+                    continue;
+                };
+                let leaf = &self.function.fields[id];
+                let Origin::Param(index) = self.function.vars[leaf.base].origin else {
+                    continue;
+                };
+                let (sink, twin) = (sink(index), names::ident("__deltad_twin"));
+                let field_members = &leaf.members;
+                adds.push(quote! {
+                    ::deltad::__private::TwinSink::with(&mut #sink, |#twin| {
+                        use ::deltad::__private::{CopyActive as _, CopyPlain as _};
+                        (&mut ::deltad::__private::LeafCopy(
+                            &mut #twin #(.#field_members)*,
+                            &#out #(.#members)*,
+                        ))
+                            .add_adjoint();
+                    });
+                });
+            }
+        }
         // A result of a user type: the adjoints of its fields, from `out`'s.
         if let Some(value) = &self.function.result_struct {
             for (members, var) in value.leaves() {

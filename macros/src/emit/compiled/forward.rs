@@ -94,6 +94,13 @@ impl Passes<'_> {
                 crate::ir::StructField::Struct(nested) => self.twin_literal(nested),
                 crate::ir::StructField::Var(var) => {
                     let name = self.name(*var);
+                    // A copy of a parameter's field: that field as it is.
+                    if let Some(&(_, field)) =
+                        self.analysis.pass_through.iter().find(|(m, _)| m == var)
+                    {
+                        let place = self.field_place(field);
+                        return quote!(#member: ::core::clone::Clone::clone(&#place));
+                    }
                     if self.active(*var) {
                         quote!(::deltad::__private::Active(#name))
                     } else if self.analysis.types[*var] == crate::analyze::Ty::Real {

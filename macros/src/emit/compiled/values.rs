@@ -34,12 +34,13 @@ impl Passes<'_> {
         match &expr.kind {
             ExprKind::Lit(lit) => quote!(#lit),
             // A field of a value of a user type that is not differentiated:
-            // read as written.
+            // its value (a copy: the value stays the parameter's).
             ExprKind::Var(var)
                 if !self.active(*var)
                     && matches!(self.function.vars[*var].origin, crate::ir::Origin::Field(_)) =>
             {
-                self.field_place(*var)
+                let place = self.field_place(*var);
+                quote!(::core::clone::Clone::clone(&#place))
             }
             ExprKind::Var(var) => {
                 let name = self.name(*var);
