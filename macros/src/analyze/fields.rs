@@ -301,20 +301,49 @@ fn check_expr(
 }
 
 fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
+    let path = |base: VarId, index: bool, members: &[syn::Member]| {
+        let members: Vec<String> = members
+            .iter()
+            .map(|m| match m {
+                syn::Member::Named(ident) => ident.to_string(),
+                syn::Member::Unnamed(index) => index.index.to_string(),
+            })
+            .collect();
+        let element = if index { "[..]" } else { "" };
+        format!(
+            "{}{element}.{}",
+            syn::ext::IdentExt::unraw(&function.vars[base].name),
+            members.join(".")
+        )
+    };
+    // A field of a call's result or of an element: the local holding it.
+    let mut read = None;
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Let {
+            var: v,
+            init:
+                Some(Expr {
+                    kind:
+                        ExprKind::Field {
+                            base,
+                            index,
+                            members,
+                        },
+                    ..
+                }),
+        } = &stmt.kind
+        {
+            if *v == var {
+                read = Some(path(*base, index.is_some(), members));
+            }
+        }
+    });
     let described = match function.vars[var].origin {
         Origin::Field(id) => {
             let field = &function.fields[id];
-            let members: Vec<String> = field
-                .members
-                .iter()
-                .map(|m| match m {
-                    syn::Member::Named(ident) => ident.to_string(),
-                    syn::Member::Unnamed(index) => index.index.to_string(),
-                })
-                .collect();
-            format!("{}.{}", function.vars[field.base].name, members.join("."))
+            path(field.base, false, &field.members)
         }
-        _ => function.vars[var].name.to_string(),
+        _ => read.unwrap_or_else(|| function.vars[var].name.to_string()),
     };
     Unsupported::new(
         expr.span,

@@ -156,7 +156,15 @@ pub(crate) fn plan(
     planner.exits();
     planner.statement_reads();
     planner.settle()?;
-    planner.restore()?;
+    // Restorations make statements adjoint work, whose reads may need
+    // values (and restorations) in turn: to a fixed point.
+    loop {
+        let before = planner.reads.len();
+        planner.restore()?;
+        if planner.reads.len() == before {
+            break;
+        }
+    }
     // A buffer whose values the adjoint has has its length too.
     for var in 0..vars {
         if planner.plan.establish[var] != Establish::None {
@@ -920,13 +928,9 @@ impl<'a> Planner<'a> {
             }
         }
         // With restorations known, statements writing restored variables
-        // have adjoint work: recompute the control-flow facts once more.
-        self.control_flow()?;
-        let pending: Vec<Read> = self.reads.clone();
-        for read in pending {
-            self.establish(read)?;
-        }
-        Ok(())
+        // have adjoint work: the control-flow facts and the values their
+        // reads need again.
+        self.settle()
     }
 }
 

@@ -195,12 +195,13 @@ impl Passes<'_> {
             let StmtKind::Let { var, .. } = &stmt.kind else {
                 continue;
             };
-            // (A local of a user type has its fields' adjoints.)
-            if !self.useful(*var) || self.function.vars[*var].kind == VarKind::Struct {
+            if !self.useful(*var) {
                 continue;
             }
             let adjoint = self.adjoint(*var);
-            if self.is_buffer(*var) {
+            // (A buffer's and a user type's adjoint get their storage where
+            // the value's shape is known, `prelude`.)
+            if self.is_buffer(*var) || self.function.vars[*var].kind == VarKind::Struct {
                 adjoints.push(quote!(let mut #adjoint;));
             } else {
                 let s = &self.scalar;
@@ -319,7 +320,7 @@ impl Passes<'_> {
                 let adjoint = self.adjoint(var);
                 let storage = self
                     .useful(var)
-                    .then(|| quote!(let mut #adjoint = #zeros_like(&#name);));
+                    .then(|| quote!(#adjoint = #zeros_like(&#name);));
                 quote! {
                     let #name = #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
                     #storage

@@ -660,6 +660,20 @@ impl Lowerer {
             rebound: false,
         };
         for stmt in rest {
+            // A later `let` of the same name ends this value's scope (its
+            // value may still read this one).
+            if let syn::Stmt::Local(local) = stmt {
+                let pat = match &local.pat {
+                    syn::Pat::Type(typed) => &*typed.pat,
+                    other => other,
+                };
+                if matches!(pat, syn::Pat::Ident(ident) if ident.ident == *name) {
+                    if let Some(init) = &local.init {
+                        syn::visit::Visit::visit_expr(&mut reads, &init.expr);
+                    }
+                    break;
+                }
+            }
             syn::visit::Visit::visit_stmt(&mut reads, stmt);
         }
         (!reads.rebound && !reads.paths.is_empty()).then_some(reads.paths)
@@ -764,7 +778,11 @@ impl Lowerer {
         if !is_user || !matches!(members.first(), Some(syn::Member::Named(_))) {
             return Ok(None);
         }
-        let name = quote::format_ident!("__deltad_call", span = proc_macro2::Span::mixed_site());
+        let name = quote::format_ident!(
+            "__deltad_call{}",
+            self.call_fields.len(),
+            span = proc_macro2::Span::mixed_site()
+        );
         self.with_scope(|this| this.let_struct_call(&name, false, at, vec![members.clone()], out))?;
         let (_, fields) = self
             .call_fields
