@@ -1017,3 +1017,38 @@ mod restoration_needs_a_loop_index {
         f::check_derivatives(0.4, 0.3, &s0, &s1).assert_within(1e-6);
     }
 }
+
+/// Fuzz seed 31 p575 (seed 14435220787399740368): an element's field of
+/// unknown type compared with a differentiated call's result was read as
+/// plain data (its twin's `Active` leaf) and compared with a scalar of the
+/// pass (a compile error); types and activity now inform each other to a
+/// fixed point, so the field is a real.
+mod field_compared_with_a_call {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate]
+    pub fn h0(x0: f64) -> f64 {
+        x0 * 0.5
+    }
+
+    #[differentiate(compiled)]
+    pub fn f(x1: f64, ps: &[Pt], k: usize) -> f64 {
+        if ps[(k + 3) % ps.len()].b > h0(x1) {
+            return x1 * 2.0;
+        }
+        x1 * x1
+    }
+
+    #[test]
+    fn both_branches() {
+        let ps = [Pt { a: 0.0, b: 0.5 }];
+        assert_eq!(f::grad(0.5, &ps, 0).x1, 2.0);
+        assert_eq!(f::grad(2.0, &ps, 0).x1, 4.0);
+    }
+}

@@ -28,9 +28,21 @@ pub(crate) struct Analysis {
 }
 
 pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Analysis, Unsupported> {
-    let types = types::infer(function, signature);
+    // Types and activity inform each other (a field compared with a
+    // differentiated value is a real, a real field read makes values
+    // differentiated): to a fixed point.
+    let mut types = types::infer(function, signature, &[]);
+    let mut active = activity::analyze(function, signature, &types);
+    // (Both only grow; the bound is a guard.)
+    for _ in 0..function.vars.len() + 1 {
+        let refined = types::infer(function, signature, &active);
+        if refined == types {
+            break;
+        }
+        types = refined;
+        active = activity::analyze(function, signature, &types);
+    }
     let pass_through = fields::check(function, &types)?;
-    let active = activity::analyze(function, signature, &types);
     activity::check(function, &active, signature.precision)?;
     let positions = positions::Positions::new(function);
     let (mut plan, reads) = reverse::plan(function, &active, &positions, &types)?;

@@ -67,9 +67,16 @@ impl Ty {
     }
 }
 
-/// The type of every variable (`Ty::Real` for differentiated ones too).
-pub(crate) fn infer(function: &Function, signature: &Signature) -> Vec<Ty> {
+/// The type of every variable (`Ty::Real` for differentiated ones too:
+/// `active` says which are known to be, a differentiated call's result
+/// among them).
+pub(crate) fn infer(function: &Function, signature: &Signature, active: &[bool]) -> Vec<Ty> {
     let mut types = vec![Ty::Unknown; function.vars.len()];
+    for (var, info) in function.vars.iter().enumerate() {
+        if active.get(var).copied().unwrap_or(false) && info.kind == VarKind::Scalar {
+            types[var] = Ty::Real;
+        }
+    }
     for (param, &var) in signature.params.iter().zip(&function.params) {
         types[var] = match param.kind {
             ParamKind::Real => Ty::Real,
