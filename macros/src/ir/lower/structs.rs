@@ -82,6 +82,19 @@ impl Lowerer {
         }
     }
 
+    /// `buffer[index]` of a buffer parameter of a user type: the buffer and
+    /// the indexing.
+    fn element_index<'e>(&self, expr: &'e SynExpr) -> Option<(VarId, &'e syn::ExprIndex)> {
+        let SynExpr::Index(index) = strip(expr) else {
+            return None;
+        };
+        let SynExpr::Path(path) = strip(&index.expr) else {
+            return None;
+        };
+        let buffer = self.resolve_path(&path.path)?;
+        (self.kind(buffer) == VarKind::Structs).then_some((buffer, index))
+    }
+
     /// `buffer[index].a.b` of a buffer parameter of a user type: the
     /// buffer, the index and the members, outermost first.
     pub(super) fn elem_field_chain<'e>(
@@ -94,14 +107,8 @@ impl Lowerer {
             members.push(field.member.clone());
             at = &field.base;
         }
-        let SynExpr::Index(index) = strip(at) else {
-            return None;
-        };
-        let SynExpr::Path(path) = strip(&index.expr) else {
-            return None;
-        };
-        let buffer = self.resolve_path(&path.path)?;
-        if self.kind(buffer) != VarKind::Structs || members.is_empty() {
+        let (buffer, index) = self.element_index(at)?;
+        if members.is_empty() {
             return None;
         }
         members.reverse();
@@ -156,18 +163,9 @@ impl Lowerer {
             }
             other => other,
         };
-        let SynExpr::Index(index) = at else {
+        let Some((buffer, index)) = self.element_index(at) else {
             return Ok(None);
         };
-        let SynExpr::Path(path) = strip(&index.expr) else {
-            return Ok(None);
-        };
-        let Some(buffer) = self.resolve_path(&path.path) else {
-            return Ok(None);
-        };
-        if self.kind(buffer) != VarKind::Structs {
-            return Ok(None);
-        }
         if let SynExpr::Path(at) = strip(&index.index) {
             if let Some(var) = self.resolve_path(&at.path) {
                 let fixed = !self.vars[var].mutable
@@ -812,20 +810,11 @@ impl Lowerer {
                 _ => break,
             }
         }
+        if let Some((buffer, index)) = self.element_index(at) {
+            let at = self.expr(&index.index, out)?;
+            return Ok(Some((buffer, Some(at))));
+        }
         match at {
-            SynExpr::Index(index) => {
-                let SynExpr::Path(path) = strip(&index.expr) else {
-                    return Ok(None);
-                };
-                let Some(buffer) = self.resolve_path(&path.path) else {
-                    return Ok(None);
-                };
-                if self.kind(buffer) != VarKind::Structs {
-                    return Ok(None);
-                }
-                let at = self.expr(&index.index, out)?;
-                Ok(Some((buffer, Some(at))))
-            }
             SynExpr::Path(path) => {
                 let Some(var) = self.resolve_path(&path.path) else {
                     return Ok(None);
