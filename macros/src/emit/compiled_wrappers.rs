@@ -204,21 +204,16 @@ impl Generator<'_> {
             .collect()
     }
 
-    /// `Grad` with zeros shaped like the parameters.
+    /// `Grad` with zeros shaped like the parameters (a buffer of a user
+    /// type's field empty: the run sets it, `struct_passes`).
     fn zero_grad(&self) -> TokenStream {
         let grad = Ident::new(items::GRAD, Span::call_site());
         let fields = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
             Some(match &param.kind {
+                // (Set after the adjoint runs: `struct_passes`.)
                 kind if crate::types::user_elements(kind).is_some() => {
-                    let prim = &self.prim;
-                    let elem = crate::types::user_elements(kind);
-                    quote! {
-                        #name: ::deltad::__private::twins_gradient::<#prim, #elem>(
-                            &::deltad::__private::twins_zeros::<#prim, #elem>(&#name[..]),
-                            |__deltad_x| __deltad_x,
-                        )
-                    }
+                    quote!(#name: ::std::vec::Vec::new())
                 }
                 ParamKind::Structured { value, .. } => {
                     let prim = &self.prim;
@@ -294,8 +289,9 @@ impl Generator<'_> {
 
     /// For a reverse evaluation on the machine float: the twins of the
     /// parameters of user types and their zero adjoints (before), and the
-    /// adjoints added into the `Grad` `grad` (after).
-    fn struct_passes(&self, grad: &Ident) -> (TokenStream, TokenStream) {
+    /// adjoints added into the `Grad` `grad` (after; `accumulate` false: a
+    /// `Grad` of zeros, whose fields of user types are set instead).
+    fn struct_passes(&self, grad: &Ident, accumulate: bool) -> (TokenStream, TokenStream) {
         let prim = &self.prim;
         let mut before = Vec::new();
         let mut after = Vec::new();
@@ -312,8 +308,14 @@ impl Generator<'_> {
                     let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
                         ::deltad::__private::twins_zeros::<#prim, #elem>(&#name[..]);
                 });
-                after.push(quote! {
-                    ::deltad::__private::add_twins_gradient::<#prim, #elem>(&mut #grad.#name, &#name[..], &#adjoint);
+                after.push(if accumulate {
+                    quote! {
+                        ::deltad::__private::add_twins_gradient::<#prim, #elem>(&mut #grad.#name, &#name[..], &#adjoint);
+                    }
+                } else {
+                    quote! {
+                        #grad.#name = ::deltad::__private::twins_gradient::<#prim, #elem>(&#adjoint, |__deltad_x| __deltad_x);
+                    }
                 });
                 continue;
             }
@@ -324,8 +326,14 @@ impl Generator<'_> {
                 let mut #adjoint: ::deltad::__private::TwinOf<#value, #prim> =
                     ::deltad::__private::twin_zeros::<#prim, #value>(#borrowed);
             });
-            after.push(quote! {
-                ::deltad::__private::add_twin_gradient::<#prim, #value>(&mut #grad.#name, &#adjoint);
+            after.push(if accumulate {
+                quote! {
+                    ::deltad::__private::add_twin_gradient::<#prim, #value>(&mut #grad.#name, &#adjoint);
+                }
+            } else {
+                quote! {
+                    #grad.#name = ::deltad::__private::twin_gradient::<#prim, #value>(&#adjoint, |__deltad_x| __deltad_x);
+                }
             });
         }
         (quote!(#(#before)*), quote!(#(#after)*))
@@ -386,7 +394,7 @@ impl Generator<'_> {
     /// One reverse evaluation on the machine float with output adjoint
     /// `seed`, adding the gradient into the `Grad` `grad`; the value.
     /// (Forward mode where it computes the same gradient for less.)
-    fn compiled_reverse(&self, seed: TokenStream, grad: &Ident) -> TokenStream {
+    fn compiled_reverse(&self, seed: TokenStream, grad: &Ident, accumulate: bool) -> TokenStream {
         if let Some(input) = self.forward_input() {
             return self.compiled_forward(input, seed, grad);
         }
@@ -424,7 +432,7 @@ impl Generator<'_> {
                 #value
             },
         );
-        let (before, after) = self.struct_passes(grad);
+        let (before, after) = self.struct_passes(grad, accumulate);
         if before.is_empty() {
             return run;
         }
@@ -462,7 +470,7 @@ impl Generator<'_> {
             .iter()
             .map(|_| quote!(::deltad::__private::Discard::<#prim>::new()));
         let unused = Ident::new("__deltad_unused", Span::mixed_site());
-        let (before, _) = self.struct_passes(&unused);
+        let (before, _) = self.struct_passes(&unused, false);
         quote! {
             #before
             let mut #stack = ::deltad::__private::Stack::<#prim>::new();
@@ -482,7 +490,7 @@ impl Generator<'_> {
             Some(seed) => quote!(#seed),
             None => quote!(<#prim as ::deltad::__private::Primitive>::ONE),
         };
-        let run = self.compiled_reverse(seed, &grad);
+        let run = self.compiled_reverse(seed, &grad, false);
         let result = self.user_result(quote!(__deltad_result));
         quote! {
             let mut #grad = #zero;
@@ -519,6 +527,7 @@ impl Generator<'_> {
         let run = self.compiled_reverse(
             quote!(<#prim as ::deltad::__private::Primitive>::ONE),
             &into,
+            true,
         );
         quote! {
             #(#checks)*
@@ -556,7 +565,7 @@ impl Generator<'_> {
             Ident::new("__deltad_k", Span::mixed_site()),
             Ident::new("__deltad_seed", Span::mixed_site()),
         );
-        let (before, after) = self.struct_passes(&grad);
+        let (before, after) = self.struct_passes(&grad, false);
         let (count_of, unit, _) = self.result_seeds(&value, &k);
         let result = self.user_result(quote!(#value));
         let (_, run) = self.with_stack(
