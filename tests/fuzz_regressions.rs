@@ -1052,3 +1052,35 @@ mod field_compared_with_a_call {
         assert_eq!(f::grad(2.0, &ps, 0).x1, 4.0);
     }
 }
+
+/// Fuzz seed 32 p516 (seed 3275444800637285533): a field of a result given a
+/// constant whose type the macro cannot tell (a fold over a buffer of
+/// constants) was put into the result's twin as it was, where the field is a
+/// differentiated real (a compile error); every constant now goes through
+/// the field's own conversion (lifted into a differentiated real field, as it
+/// is elsewhere).
+mod constant_of_unknown_type_in_a_result {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug, PartialEq)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate(compiled)]
+    pub fn h0(x0: f64) -> Pt {
+        let b1 = vec![-0.36_f64; 3];
+        Pt {
+            a: x0 * 2.0,
+            b: b1.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+
+    #[test]
+    fn the_constant_field_has_no_derivative() {
+        let (value, rows) = h0::jacobian(1.5);
+        assert_eq!(value, Pt { a: 3.0, b: -0.36 });
+        assert_eq!((rows[0].x0, rows[1].x0), (2.0, 0.0));
+    }
+}

@@ -80,32 +80,32 @@ pub trait RealLeaf<S> {
     fn adjoint(&self) -> S;
 }
 
-/// A real leaf of a twin made from a constant: a differentiated leaf gets
-/// the constant lifted, a `#[no_grad]` one the constant itself (the field's
-/// type decides which).
-pub trait FromConstant<P> {
+/// A leaf of a twin made from a value without derivatives: a
+/// differentiated leaf gets the real lifted, any other (a `#[no_grad]` real,
+/// plain data) the value itself (the field's type decides which).
+pub trait FromConstant<V> {
     /// The leaf holding `value`.
-    fn from_constant(value: P) -> Self;
+    fn from_constant(value: V) -> Self;
 }
 
-impl<S: Scalar> FromConstant<S::Prim> for Active<S> {
+impl<T> FromConstant<T> for T {
     #[inline(always)]
-    fn from_constant(value: S::Prim) -> Self {
-        Active(S::from_prim(value))
+    fn from_constant(value: T) -> T {
+        value
     }
 }
 
-macro_rules! constant_from {
+macro_rules! active_from {
     ($($p:ident)*) => {$(
-        impl FromConstant<$p> for $p {
+        impl<S: Scalar<Prim = $p>> FromConstant<$p> for Active<S> {
             #[inline(always)]
-            fn from_constant(value: $p) -> $p {
-                value
+            fn from_constant(value: $p) -> Self {
+                Active(S::from_prim(value))
             }
         }
     )*};
 }
-constant_from!(f64 f32);
+active_from!(f64 f32);
 
 /// The leaf of a twin field holding the constant `value` (its type decides
 /// whether the constant is lifted).

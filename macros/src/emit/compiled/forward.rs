@@ -80,8 +80,8 @@ impl Passes<'_> {
 
     /// The twin of a value of a user type built from its fields' variables
     /// (`__deltad_twin_Pt::<Active<S>> { a: .., b: .. }`): a differentiated
-    /// field as an `Active`, a constant real as the field's type takes it
-    /// (lifted, or a `#[no_grad]` constant), plain data as it is.
+    /// field as an `Active`, a value without derivatives as the field's type
+    /// takes it (a real lifted into a differentiated field, else as it is).
     pub(crate) fn twin_literal(&self, value: &crate::ir::StructValue) -> TokenStream {
         let s = &self.scalar;
         let mut path = value.path.clone();
@@ -103,10 +103,8 @@ impl Passes<'_> {
                     }
                     if self.active(*var) {
                         quote!(::deltad::__private::Active(#name))
-                    } else if self.analysis.types[*var] == crate::analyze::Ty::Real {
-                        quote!(::deltad::__private::leaf_constant(#name))
                     } else {
-                        quote!(#name)
+                        quote!(::deltad::__private::leaf_constant(#name))
                     }
                 }
             };
