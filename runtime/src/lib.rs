@@ -123,12 +123,12 @@ pub mod __private {
         checkpointed_call, CheckpointRecorder, OwnedConstant, Rerun, Step,
     };
     pub use crate::compiled::{
-        add_twin_gradient, add_twins_gradient, leaf_constant, read_twin_adjoint,
-        seed_recorded_and_sweep, twin_duals, twin_gradient, twin_leaf_count, twin_leaves,
-        twin_of_outputs, twin_of_recorded, twin_on_tape, twin_unit, twin_value, twin_values,
-        twin_zeros, twin_zeros_like, twins_gradient, twins_values, twins_zeros, Active, CopyActive,
-        CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf, SinkAt, SinkRef, StructParam,
-        StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
+        add_twin_gradient, add_twins_gradient, leaf_constant, pooled_twins_values,
+        pooled_twins_zeros, read_twin_adjoint, seed_recorded_and_sweep, twin_duals, twin_gradient,
+        twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded, twin_on_tape, twin_unit,
+        twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_values,
+        twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf,
+        SinkAt, SinkRef, StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
         checkpoint_segment, lift_buffer, lifted, machine_value, recorded_values, result_ids,
@@ -146,6 +146,7 @@ pub mod __private {
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
     pub use crate::math::{constant_rules, multi_rules, unary_rules, IntoReal};
+    pub use crate::pool::give_back_vec;
     pub use crate::preaccumulate::{Poison, Preaccumulator};
     pub use crate::real::Real;
     pub use crate::scalar::{Primitive, Scalar};

@@ -90,4 +90,45 @@ pub fn release_pooled_tapes() {
     release(&DUAL_F64_TAPES);
     release(&DUAL_F32_TAPES);
     crate::compiled::release_pooled_stacks();
+    let _ = TWIN_BUFFERS.try_with(|buffers| buffers.borrow_mut().clear());
+}
+
+thread_local! {
+    /// Buffers of twins (values of user types in compiled passes), of any
+    /// type, kept for the next gradient call.
+    static TWIN_BUFFERS: RefCell<Vec<Box<dyn core::any::Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// At most this many twin buffers are kept per thread.
+const KEEP_AT_MOST_TWIN_BUFFERS: usize = 16;
+
+/// An empty `Vec` of `X`, with the capacity of one a previous call gave
+/// back if there is one: the wrappers' twins of buffers of user types, so
+/// that a gradient call in steady state neither allocates them nor touches
+/// fresh pages.
+pub fn pooled_vec<X: 'static>() -> Vec<X> {
+    TWIN_BUFFERS
+        .try_with(|buffers| {
+            let mut buffers = buffers.borrow_mut();
+            let at = buffers.iter().position(|b| b.is::<Vec<X>>())?;
+            let buffer = buffers.swap_remove(at).downcast::<Vec<X>>().ok()?;
+            Some(*buffer)
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// Gives a buffer from [`pooled_vec`] back (cleared; up to 1 GiB kept).
+pub fn give_back_vec<X: 'static>(mut buffer: Vec<X>) {
+    if buffer.capacity() * core::mem::size_of::<X>() > KEEP_AT_MOST_BYTES {
+        return;
+    }
+    buffer.clear();
+    let _ = TWIN_BUFFERS.try_with(|buffers| {
+        let mut buffers = buffers.borrow_mut();
+        if buffers.len() < KEEP_AT_MOST_TWIN_BUFFERS {
+            buffers.push(Box::new(buffer));
+        }
+    });
 }

@@ -302,19 +302,26 @@ impl Generator<'_> {
             let name = &param.name;
             let (twin, adjoint) = (self.twin_local(name), self.twin_adjoint_local(name));
             if let Some(elem) = crate::types::user_elements(&param.kind) {
+                // (In buffers the thread keeps for the next call.)
                 before.push(quote! {
                     let #twin: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
-                        ::deltad::__private::twins_values::<#prim, #elem>(&#name[..]);
+                        ::deltad::__private::pooled_twins_values::<#prim, #elem>(&#name[..]);
                     let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
-                        ::deltad::__private::twins_zeros::<#prim, #elem>(&#name[..]);
+                        ::deltad::__private::pooled_twins_zeros::<#prim, #elem>(&#name[..]);
                 });
+                let give_back = quote! {
+                    ::deltad::__private::give_back_vec(#twin);
+                    ::deltad::__private::give_back_vec(#adjoint);
+                };
                 after.push(if accumulate {
                     quote! {
                         ::deltad::__private::add_twins_gradient::<#prim, #elem>(&mut #grad.#name, &#name[..], &#adjoint);
+                        #give_back
                     }
                 } else {
                     quote! {
                         #grad.#name = ::deltad::__private::twins_gradient::<#prim, #elem>(&#adjoint, |__deltad_x| __deltad_x);
+                        #give_back
                     }
                 });
                 continue;

@@ -394,6 +394,31 @@ pub fn twins_values<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<
     values.iter().map(twin_values::<S, T>).collect()
 }
 
+/// `twins_values` into a buffer from the per-thread pool (give it back with
+/// [`give_back_vec`](crate::pool::give_back_vec)).
+pub fn pooled_twins_values<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
+    values: &[T],
+) -> Vec<TwinOf<T, S>>
+where
+    TwinOf<T, S>: 'static,
+{
+    let mut twins = crate::pool::pooled_vec::<TwinOf<T, S>>();
+    twins.extend(values.iter().map(twin_values::<S, T>));
+    twins
+}
+
+/// `twins_zeros` into a buffer from the per-thread pool.
+pub fn pooled_twins_zeros<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
+    values: &[T],
+) -> Vec<TwinOf<T, S>>
+where
+    TwinOf<T, S>: 'static,
+{
+    let mut twins = crate::pool::pooled_vec::<TwinOf<T, S>>();
+    twins.extend(values.iter().map(twin_zeros::<S, T>));
+    twins
+}
+
 /// Zero adjoint twins for a buffer of values of a user type.
 pub fn twins_zeros<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<TwinOf<T, S>> {
     values.iter().map(twin_zeros::<S, T>).collect()
