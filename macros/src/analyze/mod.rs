@@ -1,7 +1,10 @@
-//! Analyses over the IR, run in order: activity (which values are
-//! differentiated), the types of plain values, positions (which writes can
-//! run after a statement), and the reverse plan (what the adjoint reads and
-//! how the forward pass keeps it for it). Each only reads the IR.
+//! Analyses over the IR, run in order: the types of values and activity
+//! (which values are differentiated), which inform each other to a fixed
+//! point (a differentiated value is a real; a field used as a real is
+//! differentiated); the fields of user types whose type stays unknown;
+//! positions (which writes can run after a statement); and the reverse plan
+//! (what the adjoint reads and how the forward pass keeps it for it). Each
+//! only reads the IR.
 
 pub(crate) mod activity;
 pub(crate) mod fields;
