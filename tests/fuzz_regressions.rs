@@ -1084,3 +1084,53 @@ mod constant_of_unknown_type_in_a_result {
         assert_eq!((rows[0].x0, rows[1].x0), (2.0, 0.0));
     }
 }
+
+/// Fuzz seed 33 p524 (seed 17157730273646072993) and p1162 (seed
+/// 17184169857020953247): the adjoint recomputed a call of a user type whose
+/// arguments are all constant (`h0(c / 2.0)`) with the callee's
+/// differentiated forward pass, so the local's fields were differentiated
+/// leaves where the adjoint expected the plain numbers the forward pass had
+/// (a compile error); the adjoint now calls the function itself, as the
+/// forward pass does.
+mod constant_call_of_a_user_type_in_the_adjoint {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate]
+    pub fn h0(x0: f64) -> Pt {
+        Pt {
+            a: x0.sin(),
+            b: x0 * x0 + 1.0,
+        }
+    }
+
+    #[differentiate(compiled)]
+    pub fn f(x0: f64, #[no_grad] c: f64, x2: f64) -> f64 {
+        let mut acc = 0.0;
+        #[preaccumulate]
+        for _ in 0..3 {
+            acc += (h0(c / 2.0).b * x0).tanh();
+        }
+        let r = h0(c);
+        acc * r.a + h0(0.5 * x2).a
+    }
+
+    #[test]
+    fn the_constant_call_runs_as_written() {
+        let (x0, c, x2) = (0.4, 0.9, -0.3);
+        let g = f::grad(x0, c, x2);
+        // d/dx0 of 3 tanh(b x0) sin(c), with b = (c/2)² + 1; d/dx2 of
+        // sin(x2 / 2).
+        let b = (c / 2.0) * (c / 2.0) + 1.0;
+        let t = (b * x0).tanh();
+        let dx0 = 3.0 * (1.0 - t * t) * b * c.sin();
+        let dx2 = 0.5 * (0.5 * x2).cos();
+        assert!((g.x0 - dx0).abs() < 1e-12, "{} {dx0}", g.x0);
+        assert!((g.x2 - dx2).abs() < 1e-12, "{} {dx2}", g.x2);
+    }
+}

@@ -314,6 +314,12 @@ impl Passes<'_> {
                 let Some(ExprKind::Call(call)) = init.as_ref().map(|i| &i.kind) else {
                     unreachable!("locals of user types are calls' results");
                 };
+                // (A call without differentiated arguments is plain code, in
+                // the user's type, as in the forward pass.)
+                if !self.active(var) {
+                    let plain = self.plain_call(call, Side::Adjoint);
+                    return quote!(let #name = #plain;);
+                }
                 let fwd = self.callee(&call.path, "__fwd");
                 let zeros_like = self.callee(&call.path, "__zeros_like");
                 let args = self.call_args(call, Side::Adjoint);

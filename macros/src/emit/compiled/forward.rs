@@ -614,7 +614,7 @@ impl Passes<'_> {
             }
             ExprKind::Call(call) => {
                 if !self.is_active(init) {
-                    let plain = self.plain_call(call);
+                    let plain = self.plain_call(call, Side::Forward);
                     if self.active(var) {
                         self.lift(plain)
                     } else {
@@ -723,7 +723,7 @@ impl Passes<'_> {
     /// machine values: the callee as written, its scalar arguments as the
     /// lowering computed them (control flow in them was hoisted and ran
     /// already, on the pass's scalars), the others as written.
-    pub(crate) fn plain_call(&self, call: &crate::ir::Call) -> TokenStream {
+    pub(crate) fn plain_call(&self, call: &crate::ir::Call, side: Side) -> TokenStream {
         let syn::Expr::Call(written) = &*call.written else {
             let written = &call.written;
             return quote!(#written);
@@ -734,7 +734,7 @@ impl Passes<'_> {
             .iter()
             .zip(&written.args)
             .map(|(arg, as_written)| match arg {
-                CallArg::Value(value) => self.value(value, Side::Forward),
+                CallArg::Value(value) => self.value(value, side),
                 CallArg::Plain(_) | CallArg::Buffer(_) | CallArg::Struct { .. } => {
                     quote!(#as_written)
                 }

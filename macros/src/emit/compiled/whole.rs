@@ -50,7 +50,7 @@ impl Passes<'_> {
                 let args = self.call_args(call, Side::Forward);
                 quote!(#fwd(#rec, #(#args),*))
             }
-            ExprKind::Call(call) => lift(self.plain_call(call)),
+            ExprKind::Call(call) => lift(self.plain_call(call, Side::Forward)),
             _ => unreachable!("the lowering makes only these buffer values"),
         }
     }
