@@ -763,3 +763,41 @@ fn copies_of_element_fields_keep_their_derivatives() {
     assert_eq!(rows[1].ps[0], Pt { a: 1.0, b: 0.0 });
     assert_eq!(rows[1].ps[1], Pt { a: 0.0, b: 0.0 });
 }
+
+#[differentiate]
+fn halve(v: f64) -> f64 {
+    0.5 * v
+}
+
+#[differentiate]
+fn scaled(p: &Pt, s: f64) -> Pt {
+    Pt {
+        a: p.a * s,
+        b: p.b * s,
+    }
+}
+
+/// Reads of one field of one type have one type. Nothing where `p.b`,
+/// `ps[0].b` and `scaled(p, x).a` are read says they are reals (they are
+/// passed on); `ps[1].b.sin()` says the field `b` of `Pt` is, and
+/// `scaled(p, 2.0).a.cos()` that the field `a` of `scaled`'s result is.
+#[differentiate(compiled)]
+fn one_type_per_field(p: &Pt, ps: &[Pt], x: f64) -> f64 {
+    halve(p.b) * x + halve(ps[0].b) + ps[1].b.sin() + halve(scaled(p, x).a) - scaled(p, 2.0).a.cos()
+}
+
+#[test]
+fn a_fields_type_shows_at_any_read_of_it() {
+    let p = Pt { a: 0.8, b: -1.1 };
+    let ps = [Pt { a: 0.3, b: 0.6 }, Pt { a: -0.2, b: 1.4 }];
+    let x = 0.9;
+    assert!(one_type_per_field::tape_stats(&p, &ps, x).compiled);
+    let (value, g) = one_type_per_field::value_and_grad(&p, &ps, x);
+    assert_eq!(value, one_type_per_field(&p, &ps, x));
+    // f = p.b x / 2 + ps₀.b / 2 + sin ps₁.b + p.a x / 2 − cos 2p.a
+    assert!(close(g.p.a, 0.5 * x + 2.0 * (2.0 * p.a).sin()), "{g:?}");
+    assert!(close(g.p.b, 0.5 * x), "{g:?}");
+    assert_eq!(g.ps[0], Pt { a: 0.0, b: 0.5 });
+    assert!(g.ps[1].a == 0.0 && close(g.ps[1].b, ps[1].b.cos()), "{g:?}");
+    assert!(close(g.x, 0.5 * p.b + 0.5 * p.a), "{g:?}");
+}

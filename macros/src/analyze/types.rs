@@ -4,7 +4,7 @@
 //! IR: written types, literals' suffixes, `.len()`, casts, and operands of
 //! one operator or comparison having one type.
 
-use crate::ir::{Expr, ExprKind, Function, Origin, Place, StmtKind, VarKind};
+use crate::ir::{Expr, ExprKind, Function, Origin, Place, StmtKind, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 
 /// What the macro knows of a plain value's type.
@@ -101,9 +101,11 @@ pub(crate) fn infer(function: &Function, signature: &Signature, active: &[bool])
         types[function.result] = Ty::Real;
     }
     let mut inference = Inference { types };
+    let classes = field_classes(function, signature);
     for _ in 0..16 {
         let before = inference.types.clone();
         function.body.each_stmt(&mut |stmt| inference.stmt(stmt));
+        inference.unify(&classes);
         if before == inference.types {
             break;
         }
@@ -111,11 +113,102 @@ pub(crate) fn infer(function: &Function, signature: &Signature, active: &[bool])
     inference.types
 }
 
+/// The field each variable holding a field of a value of a user type reads,
+/// as a key equal for reads of the same field of the same type: the type
+/// as the signature writes it (a parameter's, an element's of a buffer
+/// parameter, the result's) or the function whose result it is, and the
+/// members. (`p.x` and `ps[i].x` for `p: &Pt, ps: &[Pt]` hold one type;
+/// keys from the signature name types in one scope.)
+fn field_classes(function: &Function, signature: &Signature) -> Vec<Option<String>> {
+    let written = |ty: &syn::Type| quote::ToTokens::to_token_stream(ty).to_string();
+    let key = |ty: String, members: &[syn::Member]| {
+        let members: Vec<String> = members
+            .iter()
+            .map(|m| quote::ToTokens::to_token_stream(m).to_string())
+            .collect();
+        Some(format!("{ty} . {}", members.join(" . ")))
+    };
+    // The written type of each parameter of a user type, and of the
+    // elements of each buffer of one.
+    let param_type = |var: VarId, element: bool| -> Option<String> {
+        let Origin::Param(n) = function.vars[var].origin else {
+            return None;
+        };
+        let kind = &signature.params.get(n)?.kind;
+        if element {
+            return crate::types::user_elements(kind).map(written);
+        }
+        match kind {
+            ParamKind::Structured { value, .. } => Some(written(value)),
+            _ => None,
+        }
+    };
+    let mut classes = vec![None; function.vars.len()];
+    for (var, info) in function.vars.iter().enumerate() {
+        if let Origin::Field(id) = info.origin {
+            let field = &function.fields[id];
+            classes[var] = param_type(field.base, false).and_then(|ty| key(ty, &field.members));
+        }
+    }
+    let mut callee = vec![None; function.vars.len()];
+    function.body.each_stmt(&mut |stmt| {
+        let StmtKind::Let {
+            var,
+            init: Some(init),
+        } = &stmt.kind
+        else {
+            return;
+        };
+        match &init.kind {
+            ExprKind::Call(call) => {
+                let path = quote::ToTokens::to_token_stream(&call.path).to_string();
+                callee[*var] = Some(format!("fn {path}"));
+            }
+            ExprKind::Field {
+                base,
+                index,
+                members,
+            } => {
+                let ty = match index {
+                    Some(_) => param_type(*base, true),
+                    None => callee[*base].clone(),
+                };
+                classes[*var] = ty.and_then(|ty| key(ty, members));
+            }
+            _ => {}
+        }
+    });
+    if let (Some(value), crate::signature::Output::Structured(ty)) =
+        (&function.result_struct, &signature.output)
+    {
+        for (members, var) in value.leaves() {
+            classes[var] = key(written(ty), &members);
+        }
+    }
+    classes
+}
+
 struct Inference {
     types: Vec<Ty>,
 }
 
 impl Inference {
+    /// Variables holding the same field have one type.
+    fn unify(&mut self, classes: &[Option<String>]) {
+        let mut joined: std::collections::HashMap<&str, Ty> = std::collections::HashMap::new();
+        for (var, class) in classes.iter().enumerate() {
+            if let Some(class) = class {
+                let ty = joined.entry(class).or_insert(Ty::Unknown);
+                *ty = ty.join(&self.types[var]);
+            }
+        }
+        for (var, class) in classes.iter().enumerate() {
+            if let Some(class) = class {
+                self.types[var] = joined[class.as_str()].clone();
+            }
+        }
+    }
+
     fn stmt(&mut self, stmt: &crate::ir::Stmt) {
         stmt.each_expr(&mut |expr| self.constrain_inside(expr));
         match &stmt.kind {

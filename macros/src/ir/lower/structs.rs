@@ -193,10 +193,9 @@ impl Lowerer {
         Ok(Some((buffer, temp)))
     }
 
-    /// Binds `name` to the element `index` (a variable nothing assigns
-    /// again) of the buffer of a user type `buffer`.
-    pub(super) fn bind_element(&mut self, name: &syn::Ident, buffer: VarId, index: VarId) -> VarId {
-        let var = self.new_var(Var {
+    /// A new immutable local `name` of a user type.
+    fn struct_local(&mut self, name: &syn::Ident) -> VarId {
+        self.new_var(Var {
             name: name.clone(),
             mutable: false,
             origin: Origin::Local,
@@ -204,7 +203,13 @@ impl Lowerer {
             array: false,
             annotation: None,
             span: name.span(),
-        });
+        })
+    }
+
+    /// Binds `name` to the element `index` (a variable nothing assigns
+    /// again) of the buffer of a user type `buffer`.
+    pub(super) fn bind_element(&mut self, name: &syn::Ident, buffer: VarId, index: VarId) -> VarId {
+        let var = self.struct_local(name);
         self.elements.insert(var, (buffer, index));
         self.bind(name, var);
         var
@@ -700,15 +705,7 @@ impl Lowerer {
         let Some(call_ir) = self.user_call(call, out)? else {
             return Err(whole_value(span));
         };
-        let var = self.new_var(Var {
-            name: name.clone(),
-            mutable: false,
-            origin: Origin::Local,
-            kind: VarKind::Struct,
-            array: false,
-            annotation: None,
-            span: name.span(),
-        });
+        let var = self.struct_local(name);
         out.push(self.stmt(
             span,
             StmtKind::Let {
