@@ -439,6 +439,7 @@ impl<'a> Generator<'a> {
             quote! {
                 #[doc(hidden)]
                 #[allow(dead_code)]
+                #[inline]
                 #copy
             }
         });

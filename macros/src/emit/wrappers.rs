@@ -190,6 +190,7 @@ impl Generator<'_> {
             }
 
             #[doc = #graph_doc]
+            #[inline]
             pub fn #graph_fn #generics (#(#params),*) -> ::deltad::__private::TapeGraph #where_clause {
                 #graph_body
             }
