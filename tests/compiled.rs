@@ -937,6 +937,24 @@ both!(project, project_tape, fn(cam: &[f64; 6], x: &[f64; 3], w: f64) -> [f64; 2
     [w * rotated[0] / rotated[2], w * rotated[1] / rotated[2]]
 });
 
+/// Buffers a scope keeps whole at its end (call results, `vec![..]`
+/// locals) are moved onto the stack, not copied: they still count in what
+/// `tape_stats` reports, the peak included (it is read after the adjoint
+/// has taken them back).
+#[test]
+fn buffers_kept_whole_count_in_the_stats() {
+    let x = [0.3, -0.5, 0.7, 1.1];
+    let y = [0.2, 0.1, -0.4, 0.9];
+    let stats = step::tape_stats(&x, &y, 0.1);
+    assert!(stats.compiled);
+    // k1 and k2 (read by the adjoint of `next` for h's derivative),
+    // `stage` (read by the adjoint of the second `slope`) and `next` (read
+    // by the adjoint of `halve` on the other path): 4 reals each.
+    assert_eq!(stats.reals, 16);
+    assert_eq!(stats.bytes_used, 8 * (stats.reals + stats.words));
+    assert!(stats.peak_bytes >= stats.bytes_used, "{stats:?}");
+}
+
 /// The Jacobians of `$compiled` and `$tape` at the given arguments agree;
 /// `$flat` flattens a `Grad` `$g` (of either) for the comparison.
 macro_rules! same_jacobians {

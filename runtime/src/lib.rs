@@ -133,8 +133,9 @@ pub mod __private {
     pub use crate::compiled::{
         checkpoint_segment, lift_buffer, lifted, machine_value, recorded_values, result_ids,
         seed_buffer_and_sweep, seed_of, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
-        ArrayParam, Bits, Discard, LiftBuffer, NoRecord, PassActive, PassConstant, PlainParam,
-        RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam, SliceSink, Stack,
+        ArrayParam, Bits, Discard, KeptWhole, LiftBuffer, NoRecord, PassActive, PassConstant,
+        PlainParam, RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam, SliceSink,
+        Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

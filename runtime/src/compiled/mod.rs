@@ -36,8 +36,8 @@ pub use params::{
     ScalarSink, SliceParam, SliceSink,
 };
 pub use stack::{
-    checkpoint_segment, with_empty_stack, with_stack, Bits, NoRecord, Record, Reserved, Stack,
-    StackStats,
+    checkpoint_segment, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord, Record, Reserved,
+    Stack, StackStats,
 };
 pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,

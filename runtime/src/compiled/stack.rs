@@ -26,6 +26,10 @@ pub trait Record<S> {
     fn real(&mut self, value: S);
     /// Keeps the reals of a buffer, in order.
     fn reals(&mut self, values: &[S]);
+    /// Keeps a whole buffer the forward pass has no further use for (a
+    /// local `Vec` at the end of its scope), by moving it: nothing is
+    /// copied, and the adjoint gets it back from [`Stack::pop_buffer`].
+    fn buffer(&mut self, values: Vec<S>);
     /// Keeps a discrete value (see [`Bits`]).
     fn bits(&mut self, bits: u64);
     /// Room for `reals` more reals and `words` more words: a loop whose
@@ -55,6 +59,8 @@ impl<S> Record<S> for NoRecord {
     #[inline(always)]
     fn reals(&mut self, _: &[S]) {}
     #[inline(always)]
+    fn buffer(&mut self, _: Vec<S>) {}
+    #[inline(always)]
     fn bits(&mut self, _: u64) {}
     #[inline(always)]
     fn reserve(&mut self, _: usize, _: usize) -> NoRecord {
@@ -76,6 +82,14 @@ impl<S> Reserved<S> for NoRecord {
 pub struct Stack<S> {
     reals: Vec<S>,
     bits: Vec<u64>,
+    /// Whole buffers kept by [`Record::buffer`], a lane of their own (the
+    /// adjoint pops them in the reverse order of their pushes, as it does
+    /// the other lanes).
+    buffers: Vec<Vec<S>>,
+    /// The capacity of the buffers kept now, and its peak since the stack
+    /// was last cleared (they leave the stack as the adjoint pops them).
+    buffered_room: usize,
+    buffered_room_peak: usize,
 }
 
 impl<S: Clone> Clone for Stack<S> {
@@ -83,11 +97,17 @@ impl<S: Clone> Clone for Stack<S> {
         Stack {
             reals: self.reals.clone(),
             bits: self.bits.clone(),
+            buffers: self.buffers.clone(),
+            buffered_room: self.buffered_room,
+            buffered_room_peak: self.buffered_room_peak,
         }
     }
     fn clone_from(&mut self, source: &Self) {
         self.reals.clone_from(&source.reals);
         self.bits.clone_from(&source.bits);
+        self.buffers.clone_from(&source.buffers);
+        self.buffered_room = source.buffered_room;
+        self.buffered_room_peak = source.buffered_room_peak;
     }
 }
 
@@ -96,6 +116,9 @@ impl<S> Default for Stack<S> {
         Stack {
             reals: Vec::new(),
             bits: Vec::new(),
+            buffers: Vec::new(),
+            buffered_room: 0,
+            buffered_room_peak: 0,
         }
     }
 }
@@ -109,7 +132,8 @@ pub struct StackStats {
     pub words: usize,
     /// Bytes the kept values occupy.
     pub bytes_used: usize,
-    /// Bytes the stack's buffers have reserved.
+    /// Bytes the stack's buffers have reserved (for the whole buffers it
+    /// keeps, the most they held at once).
     pub bytes_reserved: usize,
 }
 
@@ -135,6 +159,12 @@ impl<S: Scalar> Record<S> for Stack<S> {
     #[inline(always)]
     fn reals(&mut self, values: &[S]) {
         self.reals.extend_from_slice(values);
+    }
+    #[inline(always)]
+    fn buffer(&mut self, values: Vec<S>) {
+        self.buffered_room += values.capacity();
+        self.buffered_room_peak = self.buffered_room_peak.max(self.buffered_room);
+        self.buffers.push(values);
     }
     #[inline(always)]
     fn bits(&mut self, bits: u64) {
@@ -217,6 +247,18 @@ impl<S: Scalar> Stack<S> {
         self.reals.split_off(start)
     }
 
+    /// The buffer kept last by [`Record::buffer`].
+    #[inline]
+    pub fn pop_buffer(&mut self) -> Vec<S> {
+        match self.buffers.pop() {
+            Some(values) => {
+                self.buffered_room -= values.capacity();
+                values
+            }
+            None => underflow(),
+        }
+    }
+
     /// The last `len` reals pushed, written into `into` (which has `len`
     /// elements) in the order they were pushed.
     #[inline]
@@ -239,23 +281,29 @@ impl<S: Scalar> Stack<S> {
 
     /// True if nothing is kept.
     pub fn is_empty(&self) -> bool {
-        self.reals.is_empty() && self.bits.is_empty()
+        self.reals.is_empty() && self.bits.is_empty() && self.buffers.is_empty()
     }
 
     /// What the stack holds now.
     pub fn stats(&self) -> StackStats {
         let real = core::mem::size_of::<S>();
+        let buffered: usize = self.buffers.iter().map(Vec::len).sum();
+        let reals = self.reals.len() + buffered;
         StackStats {
-            reals: self.reals.len(),
+            reals,
             words: self.bits.len(),
-            bytes_used: self.reals.len() * real + self.bits.len() * 8,
-            bytes_reserved: self.reals.capacity() * real + self.bits.capacity() * 8,
+            bytes_used: reals * real + self.bits.len() * 8,
+            bytes_reserved: (self.reals.capacity() + self.buffered_room_peak) * real
+                + self.bits.capacity() * 8,
         }
     }
 
     fn clear(&mut self) {
         self.reals.clear();
         self.bits.clear();
+        self.buffers.clear();
+        self.buffered_room = 0;
+        self.buffered_room_peak = 0;
     }
 
     /// Gives back reserved memory above `bytes` (words first get at most
@@ -268,6 +316,40 @@ impl<S: Scalar> Stack<S> {
         self.bits.shrink_to(self.bits.capacity().min(bytes / 2 / 8));
         let left = bytes - self.bits.capacity() * 8;
         self.reals.shrink_to(self.reals.capacity().min(left / real));
+    }
+}
+
+/// A local buffer kept whole at the end of its scope, for the adjoint: a
+/// `Vec` is moved onto the stack's buffer lane (nothing copied either way),
+/// an array's reals go onto the real lane.
+pub trait KeptWhole<S>: Sized {
+    /// Keeps the buffer.
+    fn keep<R: Record<S>>(self, rec: &mut R);
+    /// The buffer of this kind kept last.
+    fn pop_kept(stack: &mut Stack<S>) -> Self;
+}
+
+impl<S: Scalar> KeptWhole<S> for Vec<S> {
+    #[inline(always)]
+    fn keep<R: Record<S>>(self, rec: &mut R) {
+        rec.buffer(self);
+    }
+    #[inline(always)]
+    fn pop_kept(stack: &mut Stack<S>) -> Self {
+        stack.pop_buffer()
+    }
+}
+
+impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
+    #[inline(always)]
+    fn keep<R: Record<S>>(self, rec: &mut R) {
+        rec.reals(&self);
+    }
+    #[inline(always)]
+    fn pop_kept(stack: &mut Stack<S>) -> Self {
+        let mut values = [S::zero(); N];
+        stack.pop_reals_into(&mut values);
+        values
     }
 }
 

@@ -356,7 +356,13 @@ impl Passes<'_> {
                 };
                 quote!(let #name #annotation = #value;)
             }
-            Establish::Pop => self.pop_var(var),
+            Establish::Pop => match self.kept_whole_type(var, init.as_ref()) {
+                Some(ty) => {
+                    let (s, stack) = (&self.scalar, self.stack());
+                    quote!(let mut #name = <#ty as ::deltad::__private::KeptWhole<#s>>::pop_kept(#stack);)
+                }
+                None => self.pop_var(var),
+            },
             Establish::None | Establish::Available => TokenStream::new(),
         };
         let length = match plan.establish_len[var] {

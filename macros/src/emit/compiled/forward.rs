@@ -224,7 +224,7 @@ impl Passes<'_> {
         let plan = &self.analysis.plan;
         let mut pushes = Vec::new();
         for stmt in block.stmts[..index].iter().rev() {
-            let StmtKind::Let { var, .. } = &stmt.kind else {
+            let StmtKind::Let { var, init } = &stmt.kind else {
                 continue;
             };
             // Shadowed before `index`, or by a variable of a block inside
@@ -239,7 +239,13 @@ impl Passes<'_> {
                 quote!(#name)
             };
             if plan.establish[*var] == Establish::Pop {
-                pushes.push(self.push_value(*var, &name));
+                // The variable goes out of scope here: a buffer goes whole.
+                if self.kept_whole_type(*var, init.as_ref()).is_some() {
+                    let rec = self.rec();
+                    pushes.push(quote!(::deltad::__private::KeptWhole::keep(#name, #rec);));
+                } else {
+                    pushes.push(self.push_value(*var, &name));
+                }
             } else if plan.establish_len[*var] == Establish::Pop {
                 pushes.push(self.push_bits(quote!(#name.len())));
             }

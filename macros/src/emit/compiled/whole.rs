@@ -20,8 +20,9 @@ use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
 use super::values::Side;
-use super::Passes;
-use crate::ir::{Expr, ExprKind, NewBuffer, StmtId, VarId};
+use super::{Passes, Recording};
+use crate::analyze::Establish;
+use crate::ir::{Expr, ExprKind, NewBuffer, Origin, StmtId, VarId};
 
 impl Passes<'_> {
     /// The forward value of the whole buffer `value`, for variable `var`.
@@ -36,6 +37,12 @@ impl Passes<'_> {
         };
         match &value.kind {
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            ExprKind::Var(source)
+                if var == self.function.result && self.moves_into_result(*source) =>
+            {
+                let source = self.name(*source);
+                lift(quote!(#source))
+            }
             ExprKind::Var(source) => {
                 let source = self.name(*source);
                 lift(quote!(::core::clone::Clone::clone(&#source)))
@@ -53,6 +60,22 @@ impl Passes<'_> {
             ExprKind::Call(call) => lift(self.plain_call(call, Side::Forward)),
             _ => unreachable!("the lowering makes only these buffer values"),
         }
+    }
+
+    /// True if the function's result may take the buffer `source` by
+    /// moving it: the result is assigned where the function returns, so a
+    /// local `Vec` is not read again in the forward pass unless the scope's
+    /// end keeps it for the adjoint. (Not where a checkpointed loop runs
+    /// again in the adjoint, which goes on to read its variables.)
+    fn moves_into_result(&self, source: VarId) -> bool {
+        let plan = &self.analysis.plan;
+        let declared = &self.function.vars[source];
+        matches!(declared.origin, Origin::Local | Origin::Temp)
+            && self.is_buffer(source)
+            && !declared.array
+            && plan.establish[source] != Establish::Pop
+            && plan.establish_len[source] != Establish::Pop
+            && self.recording.get() != Recording::Replay
     }
 
     /// True if the whole-buffer assignment `stmt` to `var` keeps the old
@@ -97,6 +120,25 @@ impl Passes<'_> {
             #save
             #name = #new;
         })
+    }
+
+    /// The type of a local buffer that the end of its scope keeps whole
+    /// (`KeptWhole`: a `Vec` moved onto the stack, not copied): one made by
+    /// `vec![..]` or returned by a call (a `Vec` or an array, as the callee
+    /// returns it). `None`: its elements are kept one by one.
+    pub(crate) fn kept_whole_type(&self, var: VarId, init: Option<&Expr>) -> Option<TokenStream> {
+        if !self.active(var) || !self.is_buffer(var) || self.function.vars[var].array {
+            return None;
+        }
+        let s = &self.scalar;
+        match init.map(|i| &i.kind) {
+            Some(ExprKind::NewBuffer(_)) => Some(quote!(::std::vec::Vec<#s>)),
+            Some(ExprKind::Call(call)) => {
+                let path = &call.path;
+                Some(quote!(#path::__Out<#s>))
+            }
+            _ => None,
+        }
     }
 
     /// The zeros a local buffer's adjoint starts from: an array where the
@@ -161,7 +203,26 @@ impl Passes<'_> {
             return quote!({ #restore });
         }
         let s = &self.scalar;
-        let give = self.give_adjoint(value, quote!(#taken), &taken);
+        let mut give = self.give_adjoint(value, quote!(#taken), &taken);
+        // The result is assigned where the function returns, so its
+        // assignment is the first the adjoint runs back: every adjoint is
+        // still zero, and a local buffer's may be the result's, moved.
+        if let ExprKind::Var(source) = &value.kind {
+            if var == self.function.result
+                && self.moves_into_result(*source)
+                && self.is_active(value)
+                && self.useful(*source)
+            {
+                let target = self.adjoint(*source);
+                give = quote! {
+                    if #taken.len() == #target.len() {
+                        #target = #taken;
+                    } else {
+                        #give
+                    }
+                };
+            }
+        }
         // The first value of a variable: its adjoint is not read again.
         let take = if first {
             quote!(::deltad::__private::ResultBuffer::take(&mut #adjoint))
