@@ -19,4 +19,27 @@ fn returned(s: &Spring) -> Spring {
     *s
 }
 
+#[differentiate]
+fn tension(s: &Spring, x: f64) -> f64 {
+    s.k * x
+}
+
+// A literal passed whole takes its fields' types into the callee's twin:
+// `coils`, only copied here, has none the macro can see.
+#[differentiate(compiled)]
+fn copied_into_a_literal(s: &Spring, x: f64) -> f64 {
+    tension(&Spring { k: x, coils: s.coils }, x)
+}
+
+#[differentiate]
+fn make(x: f64) -> Spring {
+    Spring { k: x, coils: 3 }
+}
+
+// A field of a call's result is named by the call.
+#[differentiate(compiled)]
+fn count(x: f64) -> f64 {
+    x * make(x).coils as f64
+}
+
 fn main() {}

@@ -85,6 +85,7 @@ pub(crate) fn is_active(expr: &Expr, active: &[bool]) -> bool {
             CallArg::Plain(_) => false,
             CallArg::Buffer(buffer) => active[buffer.var],
             CallArg::Struct { var, .. } => active[*var],
+            CallArg::Literal { leaves, .. } => leaves.iter().any(|leaf| is_active(leaf, active)),
         }),
         ExprKind::Primitive(_, buffers) => buffers.iter().any(|b| active[b.var]),
         ExprKind::NewBuffer(new) => match new {

@@ -100,6 +100,66 @@ pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<Vec<PassThrough
     problem.map_or(Ok(pass_through), Err)
 }
 
+/// How the user wrote the value `var` holds: its name, or for the local
+/// the macro made of a call's result (`f(..).b`), the call.
+fn value_name(function: &Function, var: VarId) -> String {
+    let name = syn::ext::IdentExt::unraw(&function.vars[var].name).to_string();
+    if !name.starts_with("__deltad") {
+        return name;
+    }
+    let mut call = None;
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Let {
+            var: v,
+            init:
+                Some(Expr {
+                    kind: ExprKind::Call(c),
+                    ..
+                }),
+        } = &stmt.kind
+        {
+            if *v == var {
+                let path = &c.path;
+                call = Some(format!("{}(..)", quote::quote!(#path)).replace(' ', ""));
+            }
+        }
+    });
+    call.unwrap_or(name)
+}
+
+/// The variable `var` was made a copy of by a `let`, followed through
+/// copies, while `var`'s name is the macro's (a field of a struct literal
+/// written in place).
+fn copied_from(function: &Function, var: VarId) -> VarId {
+    let mut at = var;
+    for _ in 0..function.vars.len() {
+        if !function.vars[at].name.to_string().starts_with("__deltad") {
+            break;
+        }
+        let mut source = None;
+        function.body.each_stmt(&mut |stmt| {
+            if let StmtKind::Let {
+                var: v,
+                init:
+                    Some(Expr {
+                        kind: ExprKind::Var(from),
+                        ..
+                    }),
+            } = &stmt.kind
+            {
+                if *v == at {
+                    source = Some(*from);
+                }
+            }
+        });
+        match source {
+            Some(from) => at = from,
+            None => break,
+        }
+    }
+    at
+}
+
 /// The parameter's field every assignment of the result's field `var`
 /// copies (through locals that are copies and never change), if there is
 /// one.
@@ -285,6 +345,9 @@ fn check_expr(
             for arg in &call.args {
                 match arg {
                     CallArg::Value(e) | CallArg::Plain(e) => child(e, false),
+                    // (A field of a literal goes into the twin of the
+                    // callee's type, which needs its type known.)
+                    CallArg::Literal { leaves, .. } => leaves.iter().for_each(|e| child(e, false)),
                     CallArg::Buffer(_) | CallArg::Struct { .. } => {}
                 }
             }
@@ -301,6 +364,9 @@ fn check_expr(
 }
 
 fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
+    // A field of a literal written in place has a name of the macro's: the
+    // field it copies is the one to name.
+    let var = copied_from(function, var);
     let path = |base: VarId, index: bool, members: &[syn::Member]| {
         let members: Vec<String> = members
             .iter()
@@ -312,7 +378,7 @@ fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
         let element = if index { "[..]" } else { "" };
         format!(
             "{}{element}.{}",
-            syn::ext::IdentExt::unraw(&function.vars[base].name),
+            value_name(function, base),
             members.join(".")
         )
     };

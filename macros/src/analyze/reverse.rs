@@ -359,6 +359,12 @@ impl<'a> Planner<'a> {
                 for arg in &call.args {
                     match arg {
                         CallArg::Value(value) | CallArg::Plain(value) => self.all(value, at),
+                        // (The adjoint builds the twin again from the fields.)
+                        CallArg::Literal { leaves, .. } => {
+                            for leaf in leaves {
+                                self.all(leaf, at);
+                            }
+                        }
                         CallArg::Buffer(buffer) => self.buffer(buffer, at, true),
                         CallArg::Struct { var, index, .. } => {
                             self.reads.push(Read {
@@ -694,7 +700,8 @@ impl<'a> Planner<'a> {
                             settled &= self.positions.settled(buffer.var, at)
                         }
                         CallArg::Struct { var, .. } => settled &= self.positions.settled(*var, at),
-                        CallArg::Value(_) | CallArg::Plain(_) => {}
+                        // (The fields are variables read, as values are.)
+                        CallArg::Value(_) | CallArg::Plain(_) | CallArg::Literal { .. } => {}
                     }
                 }
             }
@@ -712,13 +719,16 @@ impl<'a> Planner<'a> {
             Ty::Real | Ty::Bool | Ty::Named(_) => Ok(()),
             _ => {
                 let info = &self.function.vars[var];
-                Err(Unsupported::new(
-                    info.span,
+                // (A value the macro named has no `let` to annotate.)
+                let message = if info.name.to_string().starts_with("__deltad") {
+                    "the derivative needs this value after the variables it reads change, and its type is not written: compute it in a `let` with its type (`let n: usize = ..;`)".to_string()
+                } else {
                     format!(
                         "the derivative needs the value of `{}` after it changes, and its type is not written: annotate it (`let {}: usize = ..`)",
                         info.name, info.name
-                    ),
-                ))
+                    )
+                };
+                Err(Unsupported::new(info.span, message))
             }
         }
     }
@@ -1035,6 +1045,11 @@ pub(crate) fn active_operands(expr: &Expr, active: &[bool], f: &mut dyn FnMut(Va
                     CallArg::Buffer(_) => {}
                     CallArg::Struct { var, .. } if active[*var] => f(*var),
                     CallArg::Struct { .. } => {}
+                    CallArg::Literal { leaves, .. } => {
+                        for leaf in leaves {
+                            active_operands(leaf, active, f);
+                        }
+                    }
                 }
             }
         }

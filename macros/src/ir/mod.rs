@@ -58,11 +58,13 @@ pub(crate) struct Function {
 
 /// A value of a user type built from variables: the type's path as written
 /// in its struct literal, and each field's variable (or nested value).
+#[derive(Clone)]
 pub(crate) struct StructValue {
     pub path: syn::Path,
     pub fields: Vec<(syn::Member, StructField)>,
 }
 
+#[derive(Clone)]
 pub(crate) enum StructField {
     Var(VarId),
     Struct(StructValue),
@@ -395,6 +397,17 @@ pub(crate) enum CallArg {
         index: Option<Box<Expr>>,
         span: Span,
     },
+    /// A local built by a struct literal (or a literal written in place),
+    /// passed whole: the passes build its twin from the fields' variables,
+    /// `leaves` (one variable read each, in the order of
+    /// [`StructValue::leaves`]).
+    Literal {
+        value: StructValue,
+        leaves: Vec<Expr>,
+        /// Written `&q` (else `q` or `*q`: by value).
+        by_ref: bool,
+        span: Span,
+    },
 }
 
 #[derive(Clone)]
@@ -455,6 +468,7 @@ impl Expr {
                         CallArg::Value(e) | CallArg::Plain(e) => out.push(e),
                         CallArg::Buffer(b) => b.each_bound(&mut |e| out.push(e)),
                         CallArg::Struct { index, .. } => out.extend(index.as_deref()),
+                        CallArg::Literal { leaves, .. } => out.extend(leaves),
                     }
                 }
             }

@@ -80,6 +80,29 @@ pub trait RealLeaf<S> {
     fn adjoint(&self) -> S;
 }
 
+/// A differentiated real field of a twin, given a value of the pass (a
+/// field of a local built by a literal). A `#[no_grad]` field cannot take a
+/// differentiated value: that would drop its derivative unseen.
+#[diagnostic::on_unimplemented(
+    message = "a differentiated value goes into a field without derivatives",
+    label = "this field is `#[no_grad]` or not a real, and its value depends on a differentiated input",
+    note = "give the field a constant, or remove `#[no_grad]` from it"
+)]
+pub trait SetLeaf {
+    /// The scalar of the pass.
+    type Scalar;
+    /// Gives the leaf the value `value`.
+    fn set(&mut self, value: Self::Scalar);
+}
+
+impl<S: Scalar> SetLeaf for Active<S> {
+    type Scalar = S;
+    #[inline(always)]
+    fn set(&mut self, value: S) {
+        self.0 = value;
+    }
+}
+
 /// A leaf of a twin made from a value without derivatives: a
 /// differentiated leaf gets the real lifted, any other (a `#[no_grad]` real,
 /// plain data) the value itself (the field's type decides which).
@@ -213,6 +236,14 @@ pub trait CopyPlain {
 impl<L> CopyPlain for &mut LeafCopy<'_, L> {
     #[inline(always)]
     fn add_adjoint(&mut self) {}
+}
+
+/// The twin of `value` on the pass's scalars, its differentiated reals
+/// lifted (a local built by a literal and passed whole: its differentiated
+/// fields are set on the twin next).
+#[inline]
+pub fn twin_of_value<S: Scalar, T: Differentiable<S::Prim>>(value: &T) -> TwinOf<T, S> {
+    value.build(&mut |leaf| Active(S::from_prim(leaf)))
 }
 
 /// The value in the user's type of a twin of the pass (a result).

@@ -670,6 +670,28 @@ impl Passes<'_> {
                 crate::ir::CallArg::Buffer(buffer) if self.active(buffer.var) => {
                     sinks.push(self.buffer_sink(buffer));
                 }
+                // A local built by a literal: the callee adds into an
+                // adjoint twin of its own, whose leaves then go to the
+                // fields' variables.
+                crate::ir::CallArg::Literal { value, leaves, .. }
+                    if leaves.iter().any(|leaf| self.is_active(leaf)) =>
+                {
+                    let local = format_ident!("__deltad_arg{}", i, span = Span::mixed_site());
+                    let twin = self.twin_of_literal(value);
+                    let ty = &value.path;
+                    before.push(quote! {
+                        let mut #local = ::deltad::__private::twin_zeros_like::<#s, #ty>(&#twin);
+                    });
+                    sinks.push(quote!(&mut #local));
+                    for ((members, _), leaf) in value.leaves().into_iter().zip(leaves) {
+                        if self.is_active(leaf) {
+                            after.propagate(
+                                leaf,
+                                quote!(::deltad::__private::RealLeaf::<#s>::adjoint(&#local #(.#members)*)),
+                            );
+                        }
+                    }
+                }
                 // A value of a user type passed whole: the callee adds into
                 // this function's own sink (a parameter's) or adjoint twin.
                 crate::ir::CallArg::Struct { var, index, .. } if self.active(*var) => {

@@ -78,6 +78,79 @@ impl Passes<'_> {
         }
     }
 
+    /// A value of a user type built from its fields' variables, none of
+    /// them differentiated, in the user's type (`Pt { a: .., b: .. }`).
+    pub(crate) fn plain_literal(&self, value: &crate::ir::StructValue) -> TokenStream {
+        self.literal_of_machine_values(value)
+    }
+
+    /// `plain_literal` with the differentiated fields' machine values.
+    fn literal_of_machine_values(&self, value: &crate::ir::StructValue) -> TokenStream {
+        let path = &value.path;
+        let fields = value.fields.iter().map(|(member, field)| match field {
+            crate::ir::StructField::Struct(nested) => {
+                let nested = self.literal_of_machine_values(nested);
+                quote!(#member: #nested)
+            }
+            crate::ir::StructField::Var(var) => {
+                let name = self.name(*var);
+                // (Copied: the local's fields may be read again.)
+                if self.active(*var) {
+                    quote!(#member: ::deltad::__private::Scalar::to_prim(#name))
+                } else {
+                    quote!(#member: ::core::clone::Clone::clone(&#name))
+                }
+            }
+        });
+        quote!(#path { #(#fields),* })
+    }
+
+    /// Where the value a `let` gives `var` is written (else the variable's
+    /// own span).
+    fn let_value_span(&self, var: VarId) -> Span {
+        let mut span = self.function.vars[var].span;
+        self.function.body.each_stmt(&mut |stmt| {
+            if let StmtKind::Let {
+                var: v,
+                init: Some(init),
+            } = &stmt.kind
+            {
+                if *v == var {
+                    span = init.span;
+                }
+            }
+        });
+        span
+    }
+
+    /// The twin of a local built by a literal, passed whole: the value in
+    /// the user's type made into a twin, then its differentiated fields set
+    /// (so that a type without `#[derive(Differentiable)]` is an error about
+    /// that; a differentiated value into a `#[no_grad]` field is one too, as
+    /// on the tape).
+    pub(crate) fn twin_of_literal(&self, value: &crate::ir::StructValue) -> TokenStream {
+        let s = &self.scalar;
+        let path = &value.path;
+        let plain = self.literal_of_machine_values(value);
+        let twin = format_ident!("__deltad_twin", span = Span::mixed_site());
+        let sets = value
+            .leaves()
+            .into_iter()
+            .filter(|(_, var)| self.active(*var))
+            .map(|(members, var)| {
+                let name = self.name(var);
+                // (At the field's value: a field that cannot take it is the
+                // user's error there.)
+                let span = self.let_value_span(var);
+                quote_spanned!(span=> ::deltad::__private::SetLeaf::set(&mut #twin #(.#members)*, #name);)
+            });
+        quote!({
+            let mut #twin = ::deltad::__private::twin_of_value::<#s, #path>(&#plain);
+            #(#sets)*
+            #twin
+        })
+    }
+
     /// The twin of a value of a user type built from its fields' variables
     /// (`__deltad_twin_Pt::<Active<S>> { a: .., b: .. }`): a differentiated
     /// field as an `Active`, a value without derivatives as the field's type
@@ -744,6 +817,16 @@ impl Passes<'_> {
                 CallArg::Plain(_) | CallArg::Buffer(_) | CallArg::Struct { .. } => {
                     quote!(#as_written)
                 }
+                // (The local is its fields here: the value is built again,
+                // by reference where it was passed by reference.)
+                CallArg::Literal { value, by_ref, .. } => {
+                    let literal = self.plain_literal(value);
+                    if *by_ref {
+                        quote!(&#literal)
+                    } else {
+                        literal
+                    }
+                }
             });
         quote!(#func(#(#args),*))
     }
@@ -770,6 +853,24 @@ impl Passes<'_> {
                         true,
                         buffer.span,
                     ),
+                    // (Its twin, built from the fields' variables.)
+                    // (Without a differentiated field: the value itself, as
+                    // a constant is passed, to a parameter with or without
+                    // derivatives.)
+                    CallArg::Literal {
+                        value,
+                        leaves,
+                        span,
+                        ..
+                    } => {
+                        if leaves.iter().any(|leaf| self.is_active(leaf)) {
+                            let twin = self.twin_of_literal(value);
+                            (quote!(&#twin), true, false, *span)
+                        } else {
+                            let plain = self.plain_literal(value);
+                            (quote!(&#plain), false, false, *span)
+                        }
+                    }
                     // (The twin the pass holds, borrowed.)
                     CallArg::Struct { var, index, span } => {
                         let name = self.name(*var);

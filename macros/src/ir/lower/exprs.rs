@@ -479,6 +479,20 @@ impl Lowerer {
         }
         let mut args = Vec::new();
         for arg in &call.args {
+            if let Some(value) = self.literal_arg(arg, out)? {
+                let leaves = value
+                    .leaves()
+                    .into_iter()
+                    .map(|(_, var)| Expr::new(ExprKind::Var(var), arg.span()))
+                    .collect();
+                args.push(CallArg::Literal {
+                    value,
+                    leaves,
+                    by_ref: matches!(strip(arg), SynExpr::Reference(_)),
+                    span: arg.span(),
+                });
+                continue;
+            }
             if let Some((var, index)) = self.struct_arg(arg, out)? {
                 args.push(CallArg::Struct {
                     var,

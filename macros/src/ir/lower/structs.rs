@@ -786,6 +786,40 @@ impl Lowerer {
         Ok(Some(fields[0].1))
     }
 
+    /// An argument of a user type built from fields: a local built by a
+    /// struct literal (`q`, `&q`, `*q`), or a literal written in place
+    /// (`&Pt { a: x, b: 1.0 }`, which becomes such a local first). `None`
+    /// for other arguments.
+    pub(super) fn literal_arg(
+        &mut self,
+        arg: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<StructValue>> {
+        let mut at = strip(arg);
+        loop {
+            match at {
+                SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                    at = strip(&reference.expr)
+                }
+                SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+                    at = strip(&unary.expr)
+                }
+                _ => break,
+            }
+        }
+        let var = match at {
+            SynExpr::Struct(literal) if literal.qself.is_none() => {
+                self.let_struct_literal(&new_name(), false, literal, out)?
+            }
+            SynExpr::Path(path) => match self.resolve_path(&path.path) {
+                Some(var) if self.is_literal(var) => var,
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        Ok(self.struct_value(var))
+    }
+
     /// An argument naming a value of a user type whole (`p`, `&p`, `*p`,
     /// `&ps[i]`): a parameter, a call's result or an element of a buffer
     /// parameter, passed to the callee as the twin the passes hold. `None`
