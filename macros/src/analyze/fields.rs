@@ -107,24 +107,13 @@ fn value_name(function: &Function, var: VarId) -> String {
     if !name.starts_with("__deltad") {
         return name;
     }
-    let mut call = None;
-    function.body.each_stmt(&mut |stmt| {
-        if let StmtKind::Let {
-            var: v,
-            init:
-                Some(Expr {
-                    kind: ExprKind::Call(c),
-                    ..
-                }),
-        } = &stmt.kind
-        {
-            if *v == var {
-                let path = &c.path;
-                call = Some(format!("{}(..)", quote::quote!(#path)).replace(' ', ""));
-            }
+    match function.let_value(var).map(|value| &value.kind) {
+        Some(ExprKind::Call(call)) => {
+            let path = &call.path;
+            format!("{}(..)", quote::quote!(#path)).replace(' ', "")
         }
-    });
-    call.unwrap_or(name)
+        _ => name,
+    }
 }
 
 /// The variable `var` was made a copy of by a `let`, followed through
@@ -136,25 +125,9 @@ fn copied_from(function: &Function, var: VarId) -> VarId {
         if !function.vars[at].name.to_string().starts_with("__deltad") {
             break;
         }
-        let mut source = None;
-        function.body.each_stmt(&mut |stmt| {
-            if let StmtKind::Let {
-                var: v,
-                init:
-                    Some(Expr {
-                        kind: ExprKind::Var(from),
-                        ..
-                    }),
-            } = &stmt.kind
-            {
-                if *v == at {
-                    source = Some(*from);
-                }
-            }
-        });
-        match source {
-            Some(from) => at = from,
-            None => break,
+        match function.let_value(at).map(|value| &value.kind) {
+            Some(ExprKind::Var(from)) => at = *from,
+            _ => break,
         }
     }
     at

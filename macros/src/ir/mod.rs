@@ -56,6 +56,25 @@ pub(crate) struct Function {
     pub result_struct: Option<StructValue>,
 }
 
+impl Function {
+    /// The value the `let` of `var` gives it, if it has one.
+    pub(crate) fn let_value(&self, var: VarId) -> Option<&Expr> {
+        let mut value = None;
+        self.body.each_stmt(&mut |stmt| {
+            if let StmtKind::Let {
+                var: v,
+                init: Some(init),
+            } = &stmt.kind
+            {
+                if *v == var {
+                    value = Some(init);
+                }
+            }
+        });
+        value
+    }
+}
+
 /// A value of a user type built from variables: the type's path as written
 /// in its struct literal, and each field's variable (or nested value).
 #[derive(Clone)]

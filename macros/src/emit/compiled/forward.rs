@@ -108,19 +108,9 @@ impl Passes<'_> {
     /// Where the value a `let` gives `var` is written (else the variable's
     /// own span).
     fn let_value_span(&self, var: VarId) -> Span {
-        let mut span = self.function.vars[var].span;
-        self.function.body.each_stmt(&mut |stmt| {
-            if let StmtKind::Let {
-                var: v,
-                init: Some(init),
-            } = &stmt.kind
-            {
-                if *v == var {
-                    span = init.span;
-                }
-            }
-        });
-        span
+        self.function
+            .let_value(var)
+            .map_or(self.function.vars[var].span, |value| value.span)
     }
 
     /// The twin of a local built by a literal, passed whole: the value in

@@ -593,6 +593,20 @@ fn new_name() -> syn::Ident {
     quote::format_ident!("__deltad_new", span = proc_macro2::Span::mixed_site())
 }
 
+/// `arg` without the shared borrows and dereferences around it (`&q`,
+/// `*q`, `&*q`: `q`).
+fn without_borrows(arg: &SynExpr) -> &SynExpr {
+    match strip(arg) {
+        SynExpr::Reference(reference) if reference.mutability.is_none() => {
+            without_borrows(&reference.expr)
+        }
+        SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+            without_borrows(&unary.expr)
+        }
+        other => other,
+    }
+}
+
 /// The compiled path reads values of user types by their fields.
 pub(super) fn whole_value(span: proc_macro2::Span) -> Unsupported {
     Unsupported::new(
@@ -795,18 +809,7 @@ impl Lowerer {
         arg: &SynExpr,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<Option<StructValue>> {
-        let mut at = strip(arg);
-        loop {
-            match at {
-                SynExpr::Reference(reference) if reference.mutability.is_none() => {
-                    at = strip(&reference.expr)
-                }
-                SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
-                    at = strip(&unary.expr)
-                }
-                _ => break,
-            }
-        }
+        let at = without_borrows(arg);
         let var = match at {
             SynExpr::Struct(literal) if literal.qself.is_none() => {
                 self.let_struct_literal(&new_name(), false, literal, out)?
@@ -829,18 +832,7 @@ impl Lowerer {
         arg: &SynExpr,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<Option<(VarId, Option<Expr>)>> {
-        let mut at = strip(arg);
-        loop {
-            match at {
-                SynExpr::Reference(reference) if reference.mutability.is_none() => {
-                    at = strip(&reference.expr)
-                }
-                SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
-                    at = strip(&unary.expr)
-                }
-                _ => break,
-            }
-        }
+        let at = without_borrows(arg);
         if let Some((buffer, index)) = self.element_index(at) {
             let at = self.expr(&index.index, out)?;
             return Ok(Some((buffer, Some(at))));
