@@ -938,21 +938,33 @@ both!(project, project_tape, fn(cam: &[f64; 6], x: &[f64; 3], w: f64) -> [f64; 2
 });
 
 /// Buffers a scope keeps whole at its end (call results, `vec![..]`
-/// locals) are moved onto the stack, not copied: they still count in what
-/// `tape_stats` reports, the peak included (it is read after the adjoint
-/// has taken them back).
+/// locals): long ones are moved onto the stack, short ones copied. Either
+/// way they count in what `tape_stats` reports, the peak included (read
+/// after the adjoint has taken the moved ones back), and the gradient is
+/// the same.
 #[test]
 fn buffers_kept_whole_count_in_the_stats() {
-    let x = [0.3, -0.5, 0.7, 1.1];
-    let y = [0.2, 0.1, -0.4, 0.9];
-    let stats = step::tape_stats(&x, &y, 0.1);
-    assert!(stats.compiled);
-    // k1 and k2 (read by the adjoint of `next` for h's derivative),
-    // `stage` (read by the adjoint of the second `slope`) and `next` (read
-    // by the adjoint of `halve` on the other path): 4 reals each.
-    assert_eq!(stats.reals, 16);
-    assert_eq!(stats.bytes_used, 8 * (stats.reals + stats.words));
-    assert!(stats.peak_bytes >= stats.bytes_used, "{stats:?}");
+    for n in [4, 300] {
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let y: Vec<f64> = (0..n).map(|i| (i as f64 * 0.21).cos()).collect();
+        let stats = step::tape_stats(&x, &y, 0.1);
+        assert!(stats.compiled);
+        // k1 and k2 (read by the adjoint of `next` for h's derivative),
+        // `stage` (read by the adjoint of the second `slope`) and `next`
+        // (read by the adjoint of `halve` on the other path): n reals each,
+        // and a word each (a length, or the mark of a moved buffer); and the
+        // branch taken.
+        assert_eq!((stats.reals, stats.words), (4 * n, 5), "{stats:?}");
+        assert_eq!(stats.bytes_used, 8 * (stats.reals + stats.words));
+        assert!(stats.peak_bytes >= stats.bytes_used, "{stats:?}");
+        let seed: Vec<f64> = (0..n).map(|i| 1.0 - i as f64 / n as f64).collect();
+        let (value, g) = step::vjp(&x, &y, 0.1, &seed);
+        let (tape_value, t) = step_tape::vjp(&x, &y, 0.1, &seed);
+        assert_eq!(value, tape_value);
+        same(&g.x, &t.x, "step vjp x");
+        same(&g.y, &t.y, "step vjp y");
+        same(&[g.h], &[t.h], "step vjp h");
+    }
 }
 
 /// The Jacobians of `$compiled` and `$tape` at the given arguments agree;

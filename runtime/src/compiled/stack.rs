@@ -320,8 +320,10 @@ impl<S: Scalar> Stack<S> {
 }
 
 /// A local buffer kept whole at the end of its scope, for the adjoint: a
-/// `Vec` is moved onto the stack's buffer lane (nothing copied either way),
-/// an array's reals go onto the real lane.
+/// long `Vec` is moved onto the stack's buffer lane (nothing copied either
+/// way); a short one's reals, and an array's, go onto the real lane (a
+/// copy costs less than an allocation kept alive per buffer, which the
+/// next buffer of a loop could have reused).
 pub trait KeptWhole<S>: Sized {
     /// Keeps the buffer.
     fn keep<R: Record<S>>(self, rec: &mut R);
@@ -329,14 +331,28 @@ pub trait KeptWhole<S>: Sized {
     fn pop_kept(stack: &mut Stack<S>) -> Self;
 }
 
+/// From this many elements on, a kept `Vec` is moved, not copied.
+const MOVED_FROM_LEN: usize = 256;
+/// The word after a moved `Vec` (after a copied one: its length).
+const MOVED: u64 = u64::MAX;
+
 impl<S: Scalar> KeptWhole<S> for Vec<S> {
     #[inline(always)]
     fn keep<R: Record<S>>(self, rec: &mut R) {
-        rec.buffer(self);
+        if self.len() >= MOVED_FROM_LEN {
+            rec.buffer(self);
+            rec.bits(MOVED);
+        } else {
+            rec.reals(&self);
+            rec.bits(self.len() as u64);
+        }
     }
     #[inline(always)]
     fn pop_kept(stack: &mut Stack<S>) -> Self {
-        stack.pop_buffer()
+        match stack.pop_bits::<u64>() {
+            MOVED => stack.pop_buffer(),
+            len => stack.pop_reals(len as usize),
+        }
     }
 }
 
