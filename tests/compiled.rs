@@ -1480,3 +1480,67 @@ fn trip_count_of_a_loop_whose_bound_is_overwritten() {
         );
     }
 }
+
+// A closure reading a variable whose name a later `let` hides, called
+// where the new variable is in scope (and once more after a second
+// closure is defined and the name hidden again, and where the hiding
+// variable's block has ended).
+both!(hidden_capture, hidden_capture_tape, fn(x: f64, y: f64) -> f64 {
+    let scale = x * y;
+    let f = |t: f64| scale * t.sin();
+    let g = |t: f64| t * scale;
+    let first = {
+        let scale = y + 1.0;
+        f(scale) + g(x) * scale
+    };
+    let scale = x.exp();
+    let second = f(scale) * g(y);
+    first + second + f(1.0) * scale
+});
+
+#[test]
+fn closures_read_variables_a_later_let_hides() {
+    for (x, y) in [(0.3, -0.8), (1.2, 0.5)] {
+        let (value, g) = hidden_capture::value_and_grad(x, y);
+        let (tape_value, t) = hidden_capture_tape::value_and_grad(x, y);
+        assert_eq!(value.to_bits(), tape_value.to_bits());
+        same(&[g.x, g.y], &[t.x, t.y], "hidden capture");
+        check_gradient(
+            |p| hidden_capture(p[0], p[1]),
+            &[x, y],
+            &[g.x, g.y],
+            "hidden capture",
+        );
+    }
+    assert!(hidden_capture::tape_stats(0.3, -0.8).compiled);
+}
+
+// A `move` closure holds the values its captured scalars had where it was
+// defined, whatever they become before the call (the compiled path read
+// them at the call: a wrong value and gradient, 4x² / 4 instead of 3x / 3
+// here).
+both!(moved_capture, moved_capture_tape, fn(x: f64, y: f64) -> f64 {
+    let mut a = x;
+    let f = move |t: f64| a * t + y;
+    a = 2.0 * x;
+    let y = a * a;
+    f(1.0) + a + y
+});
+
+#[test]
+fn move_closures_hold_the_values_of_their_definition() {
+    for (x, y) in [(1.5, 0.2), (-0.4, 2.0)] {
+        let (value, g) = moved_capture::value_and_grad(x, y);
+        assert_eq!(value.to_bits(), moved_capture(x, y).to_bits());
+        let (tape_value, t) = moved_capture_tape::value_and_grad(x, y);
+        assert_eq!(value.to_bits(), tape_value.to_bits());
+        // f(1.0) = x + y; a = 2x; the last y = 4x²: ∂/∂x = 1 + 2 + 8x, ∂/∂y = 1.
+        same(&[g.x, g.y], &[3.0 + 8.0 * x, 1.0], "move closure");
+        same(
+            &[t.x, t.y],
+            &[3.0 + 8.0 * x, 1.0],
+            "move closure on the tape",
+        );
+    }
+    assert!(moved_capture::tape_stats(1.5, 0.2).compiled);
+}

@@ -21,6 +21,22 @@ pub(super) struct ClosureDef {
     pub body: SynExpr,
     /// The names in scope where it was defined.
     pub scopes: Vec<Vec<(String, VarId)>>,
+    /// Copies of variables it reads made where a later `let` hides their
+    /// names (the emitted code names variables, so the inlined body reads
+    /// the copy while that `let`'s variable is the name's meaning).
+    pub aliases: Vec<Alias>,
+    /// For a `move` closure: the copies of the scalars it captures, made at
+    /// its definition, which it reads instead of the variables.
+    pub held: Vec<(String, VarId)>,
+}
+
+/// A copy of a variable a closure reads, made before a `let` hides it.
+#[derive(Clone)]
+pub(super) struct Alias {
+    pub name: String,
+    pub copy: VarId,
+    /// The variable of the hiding `let` (set once it exists).
+    pub hidden_by: Option<VarId>,
 }
 
 /// What a closure's parameter receives.
@@ -37,13 +53,39 @@ pub(super) enum Bound {
 }
 
 impl Lowerer {
-    /// Registers `let name = |..| body;`.
+    /// Registers `let name = |..| body;`. A `move` closure holds copies of
+    /// the scalars it captures, made here: it reads them as they are now,
+    /// whatever the variables become before it is called.
     pub(super) fn define_closure(
         &mut self,
         name: &syn::Ident,
         closure: &syn::ExprClosure,
+        out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         check_body(&closure.body)?;
+        let mut held: Vec<(String, VarId)> = Vec::new();
+        if closure.capture.is_some() {
+            let own = own_names(closure);
+            for key in names_in(&closure.body) {
+                if own.contains(&key) || held.iter().any(|(k, _)| *k == key) {
+                    continue;
+                }
+                let Some(var) = resolve_in(&self.scopes, &key) else {
+                    continue;
+                };
+                if self.vars[var].kind != VarKind::Scalar {
+                    continue;
+                }
+                if assigns(&closure.body, &key) {
+                    return Err(Unsupported::new(
+                        closure.span(),
+                        format!("a `move` closure assigning `{key}`, which it captures, is not on the compiled path yet"),
+                    ));
+                }
+                let copy = self.copy_for_closures(&key, var, name.span(), out);
+                held.push((key, copy));
+            }
+        }
         let var = self.new_var(Var {
             name: name.clone(),
             mutable: false,
@@ -59,10 +101,108 @@ impl Lowerer {
                 params: closure.inputs.iter().cloned().collect(),
                 body: (*closure.body).clone(),
                 scopes: self.scopes.clone(),
+                aliases: Vec::new(),
+                held,
             },
         );
         self.bind(name, var);
         Ok(())
+    }
+
+    /// `let copy = var;` (a variable of its own, whose name is unique in
+    /// the emitted code), for closures to read instead of `var`.
+    fn copy_for_closures(
+        &mut self,
+        key: &str,
+        var: VarId,
+        span: Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> VarId {
+        let name = quote::format_ident!(
+            "__deltad_captured_{}_{}",
+            key,
+            self.vars.len(),
+            span = Span::mixed_site()
+        );
+        let copy = self.new_var(Var {
+            name,
+            mutable: false,
+            origin: Origin::Temp,
+            kind: VarKind::Scalar,
+            array: false,
+            annotation: self.vars[var].annotation.clone(),
+            span,
+        });
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: copy,
+                init: Some(Expr::new(ExprKind::Var(var), span)),
+            },
+        ));
+        copy
+    }
+
+    /// Before `let name = ..` hides a scalar variable that a closure defined
+    /// earlier reads (and does not assign): a copy of it, which calls of the
+    /// closure made while the new variable is in scope read instead. The
+    /// closures given copies, to be told the hiding variable.
+    pub(super) fn alias_hidden_captures(
+        &mut self,
+        name: &syn::Ident,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Vec<VarId> {
+        let Some(hidden) = self.resolve(name) else {
+            return Vec::new();
+        };
+        if self.vars[hidden].kind != VarKind::Scalar {
+            return Vec::new();
+        }
+        let key = syn::ext::IdentExt::unraw(name).to_string();
+        let capturing: Vec<(VarId, &ClosureDef)> = self
+            .closures
+            .iter()
+            .filter(|(_, def)| {
+                resolve_in(&def.scopes, &key) == Some(hidden)
+                    && names_in(&def.body).iter().any(|n| n == &key)
+                    && !def.held.iter().any(|(name, _)| *name == key)
+            })
+            .map(|(&closure, def)| (closure, def))
+            .collect();
+        // (A closure that assigns it must change the variable itself.)
+        if capturing.iter().any(|(_, def)| assigns(&def.body, &key)) {
+            return Vec::new();
+        }
+        let mut readers: Vec<VarId> = capturing.iter().map(|(closure, _)| *closure).collect();
+        readers.sort_unstable();
+        if readers.is_empty() {
+            return readers;
+        }
+        let copy = self.copy_for_closures(&key, hidden, name.span(), out);
+        for closure in &readers {
+            if let Some(def) = self.closures.get_mut(closure) {
+                def.aliases.push(Alias {
+                    name: key.clone(),
+                    copy,
+                    hidden_by: None,
+                });
+            }
+        }
+        readers
+    }
+
+    /// Tells the closures `readers` which variable hides the name they
+    /// were given a copy of last.
+    pub(super) fn aliases_hidden_by(&mut self, readers: &[VarId], hidden_by: VarId) {
+        for closure in readers {
+            if let Some(alias) = self
+                .closures
+                .get_mut(closure)
+                .and_then(|def| def.aliases.last_mut())
+            {
+                alias.hidden_by = Some(hidden_by);
+            }
+        }
     }
 
     /// The closure `callee` names, if it is a closure variable.
@@ -84,6 +224,8 @@ impl Lowerer {
             params: closure.inputs.iter().cloned().collect(),
             body: (*closure.body).clone(),
             scopes: self.scopes.clone(),
+            aliases: Vec::new(),
+            held: Vec::new(),
         }))
     }
 
@@ -150,7 +292,18 @@ impl Lowerer {
         span: Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<Expr> {
-        self.check_captures(def, span)?;
+        // Copies of the variables whose names a `let` hides here.
+        let copies: Vec<(String, VarId)> = def
+            .aliases
+            .iter()
+            .filter(|alias| {
+                alias.hidden_by.is_some()
+                    && resolve_in(&self.scopes, &alias.name) == alias.hidden_by
+            })
+            .map(|alias| (alias.name.clone(), alias.copy))
+            .chain(def.held.iter().cloned())
+            .collect();
+        self.check_captures(def, &copies, span)?;
         let result = self.temp(span);
         out.push(self.stmt(
             span,
@@ -159,7 +312,9 @@ impl Lowerer {
                 init: None,
             },
         ));
-        let saved = std::mem::replace(&mut self.scopes, def.scopes.clone());
+        let mut scopes = def.scopes.clone();
+        scopes.push(copies);
+        let saved = std::mem::replace(&mut self.scopes, scopes);
         let lowered = self.with_scope(|this| {
             let mut block = this.new_block();
             for (pat, value) in def.params.iter().zip(bound) {
@@ -255,38 +410,21 @@ impl Lowerer {
     /// The names a closure's body takes from its surroundings must mean
     /// at the call what they meant at the definition: the inlined body
     /// names them.
-    fn check_captures(&self, def: &ClosureDef, span: Span) -> Lowered<()> {
-        struct Names(Vec<syn::Ident>);
-        impl<'ast> Visit<'ast> for Names {
-            fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
-                if let Some(ident) = path.path.get_ident() {
-                    self.0.push(ident.clone());
-                }
+    /// (`copies`: names the inlined body reads through a copy.)
+    fn check_captures(
+        &self,
+        def: &ClosureDef,
+        copies: &[(String, VarId)],
+        span: Span,
+    ) -> Lowered<()> {
+        for key in names_in(&def.body) {
+            if copies.iter().any(|(name, _)| *name == key) {
+                continue;
             }
-            fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-                for token in mac.tokens.clone() {
-                    if let proc_macro2::TokenTree::Ident(ident) = token {
-                        self.0.push(ident);
-                    }
-                }
-            }
-        }
-        let mut names = Names(Vec::new());
-        names.visit_expr(&def.body);
-        let resolve = |scopes: &[Vec<(String, VarId)>], name: &str| {
-            scopes
-                .iter()
-                .rev()
-                .flat_map(|scope| scope.iter().rev())
-                .find(|(n, _)| n == name)
-                .map(|(_, var)| *var)
-        };
-        for ident in names.0 {
-            let key = syn::ext::IdentExt::unraw(&ident).to_string();
-            let Some(captured) = resolve(&def.scopes, &key) else {
+            let Some(captured) = resolve_in(&def.scopes, &key) else {
                 continue;
             };
-            if resolve(&self.scopes, &key) != Some(captured) {
+            if resolve_in(&self.scopes, &key) != Some(captured) {
                 return Err(Unsupported::new(
                     span,
                     format!("this closure uses `{key}`, which a later `let` hides where the closure is called: not on the compiled path yet"),
@@ -295,6 +433,98 @@ impl Lowerer {
         }
         Ok(())
     }
+}
+
+/// The variable `name` means in `scopes`.
+fn resolve_in(scopes: &[Vec<(String, VarId)>], name: &str) -> Option<VarId> {
+    scopes
+        .iter()
+        .rev()
+        .flat_map(|scope| scope.iter().rev())
+        .find(|(n, _)| n == name)
+        .map(|(_, var)| *var)
+}
+
+/// The single names a closure's body mentions (paths and identifiers in
+/// macros).
+fn names_in(body: &SynExpr) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'ast> Visit<'ast> for Names {
+        fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
+            if let Some(ident) = path.path.get_ident() {
+                self.0.push(syn::ext::IdentExt::unraw(ident).to_string());
+            }
+        }
+        fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+            for token in mac.tokens.clone() {
+                if let proc_macro2::TokenTree::Ident(ident) = token {
+                    self.0.push(syn::ext::IdentExt::unraw(&ident).to_string());
+                }
+            }
+        }
+    }
+    let mut names = Names(Vec::new());
+    names.visit_expr(body);
+    names.0
+}
+
+/// The names a closure binds itself: its parameters' and its `let`s'.
+fn own_names(closure: &syn::ExprClosure) -> Vec<String> {
+    struct Bound(Vec<String>);
+    impl<'ast> Visit<'ast> for Bound {
+        fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+            self.0
+                .push(syn::ext::IdentExt::unraw(&pat.ident).to_string());
+            syn::visit::visit_pat_ident(self, pat);
+        }
+    }
+    let mut bound = Bound(Vec::new());
+    for input in &closure.inputs {
+        bound.visit_pat(input);
+    }
+    bound.visit_expr(&closure.body);
+    bound.0
+}
+
+/// True if `body` assigns the name `name` (`name = ..`, `name += ..`), or
+/// takes it by `&mut`.
+fn assigns(body: &SynExpr, name: &str) -> bool {
+    struct Assigns<'n>(&'n str, bool);
+    impl Assigns<'_> {
+        fn names(&self, expr: &SynExpr) -> bool {
+            matches!(strip(expr), SynExpr::Path(path)
+                if path.path.get_ident().is_some_and(|i| syn::ext::IdentExt::unraw(i) == self.0))
+        }
+    }
+    impl<'ast> Visit<'ast> for Assigns<'_> {
+        fn visit_expr_assign(&mut self, assign: &'ast syn::ExprAssign) {
+            self.1 |= self.names(&assign.left);
+            syn::visit::visit_expr_assign(self, assign);
+        }
+        fn visit_expr_binary(&mut self, binary: &'ast syn::ExprBinary) {
+            let compound = matches!(
+                binary.op,
+                syn::BinOp::AddAssign(_)
+                    | syn::BinOp::SubAssign(_)
+                    | syn::BinOp::MulAssign(_)
+                    | syn::BinOp::DivAssign(_)
+                    | syn::BinOp::RemAssign(_)
+            );
+            self.1 |= compound && self.names(&binary.left);
+            syn::visit::visit_expr_binary(self, binary);
+        }
+        fn visit_expr_reference(&mut self, reference: &'ast syn::ExprReference) {
+            self.1 |= reference.mutability.is_some() && self.names(&reference.expr);
+            syn::visit::visit_expr_reference(self, reference);
+        }
+        fn visit_macro(&mut self, _: &'ast syn::Macro) {
+            // (A macro may assign anything it names.)
+            self.1 = true;
+        }
+    }
+    let mut found = Assigns(name, false);
+    found.visit_expr(body);
+    found.1
 }
 
 /// A closure body deltad can inline: no `return` or `?` (which would leave

@@ -181,8 +181,9 @@ impl Lowerer {
                     "a `mut` or annotated closure variable is not on the compiled path yet",
                 ));
             }
-            return self.define_closure(name, closure);
+            return self.define_closure(name, closure, out);
         }
+        let readers = self.alias_hidden_captures(name, out);
         let buffer = self.new_buffer(init)?;
         let array =
             buffer.is_some() && matches!(strip(init), SynExpr::Repeat(_) | SynExpr::Array(_));
@@ -202,6 +203,9 @@ impl Lowerer {
             annotation,
         };
         self.let_local(name, local, value, span, out);
+        if let Some(var) = self.resolve(name) {
+            self.aliases_hidden_by(&readers, var);
+        }
         Ok(())
     }
 
