@@ -104,7 +104,7 @@ pub(crate) fn check(function: &Function, types: &[Ty]) -> Result<Vec<PassThrough
 /// the macro made of a call's result (`f(..).b`), the call.
 fn value_name(function: &Function, var: VarId) -> String {
     let name = syn::ext::IdentExt::unraw(&function.vars[var].name).to_string();
-    if !name.starts_with("__deltad") {
+    if !function.vars[var].named_by_macro() {
         return name;
     }
     match function.let_value(var).map(|value| &value.kind) {
@@ -122,7 +122,7 @@ fn value_name(function: &Function, var: VarId) -> String {
 fn copied_from(function: &Function, var: VarId) -> VarId {
     let mut at = var;
     for _ in 0..function.vars.len() {
-        if !function.vars[at].name.to_string().starts_with("__deltad") {
+        if !function.vars[at].named_by_macro() {
             break;
         }
         match function.let_value(at).map(|value| &value.kind) {

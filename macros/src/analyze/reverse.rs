@@ -720,7 +720,7 @@ impl<'a> Planner<'a> {
             _ => {
                 let info = &self.function.vars[var];
                 // (A value the macro named has no `let` to annotate.)
-                let message = if info.name.to_string().starts_with("__deltad") {
+                let message = if info.named_by_macro() {
                     "the derivative needs this value after the variables it reads change, and its type is not written: compute it in a `let` with its type (`let n: usize = ..;`)".to_string()
                 } else {
                     format!(

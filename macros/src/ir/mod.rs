@@ -120,6 +120,15 @@ pub(crate) struct FieldLeaf {
 
 pub(crate) type FieldId = usize;
 
+impl Var {
+    /// True for a variable the macro made and named (a temporary, a field
+    /// of a literal written in place, a call's result read inline), which
+    /// messages must not name.
+    pub(crate) fn named_by_macro(&self) -> bool {
+        self.name.to_string().starts_with("__deltad")
+    }
+}
+
 /// One binding.
 pub(crate) struct Var {
     /// The user's identifier (with its span, so plain code naming it

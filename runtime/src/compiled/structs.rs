@@ -433,9 +433,7 @@ pub fn pooled_twins_values<S: Scalar + 'static, T: Differentiable<S::Prim> + 'st
 where
     TwinOf<T, S>: 'static,
 {
-    let mut twins = crate::pool::pooled_vec::<TwinOf<T, S>>();
-    twins.extend(values.iter().map(twin_values::<S, T>));
-    twins
+    pooled_twins(values, twin_values::<S, T>)
 }
 
 /// `twins_zeros` into a buffer from the per-thread pool.
@@ -445,8 +443,19 @@ pub fn pooled_twins_zeros<S: Scalar + 'static, T: Differentiable<S::Prim> + 'sta
 where
     TwinOf<T, S>: 'static,
 {
+    pooled_twins(values, twin_zeros::<S, T>)
+}
+
+/// A twin per value, made by `make`, in a buffer from the per-thread pool.
+fn pooled_twins<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
+    values: &[T],
+    make: impl FnMut(&T) -> TwinOf<T, S>,
+) -> Vec<TwinOf<T, S>>
+where
+    TwinOf<T, S>: 'static,
+{
     let mut twins = crate::pool::pooled_vec::<TwinOf<T, S>>();
-    twins.extend(values.iter().map(twin_zeros::<S, T>));
+    twins.extend(values.iter().map(make));
     twins
 }
 

@@ -78,18 +78,14 @@ impl Passes<'_> {
         }
     }
 
-    /// A value of a user type built from its fields' variables, none of
-    /// them differentiated, in the user's type (`Pt { a: .., b: .. }`).
+    /// A value of a user type built from its fields' variables, in the
+    /// user's type (`Pt { a: .., b: .. }`; a differentiated field as its
+    /// machine value).
     pub(crate) fn plain_literal(&self, value: &crate::ir::StructValue) -> TokenStream {
-        self.literal_of_machine_values(value)
-    }
-
-    /// `plain_literal` with the differentiated fields' machine values.
-    fn literal_of_machine_values(&self, value: &crate::ir::StructValue) -> TokenStream {
         let path = &value.path;
         let fields = value.fields.iter().map(|(member, field)| match field {
             crate::ir::StructField::Struct(nested) => {
-                let nested = self.literal_of_machine_values(nested);
+                let nested = self.plain_literal(nested);
                 quote!(#member: #nested)
             }
             crate::ir::StructField::Var(var) => {
@@ -121,7 +117,7 @@ impl Passes<'_> {
     pub(crate) fn twin_of_literal(&self, value: &crate::ir::StructValue) -> TokenStream {
         let s = &self.scalar;
         let path = &value.path;
-        let plain = self.literal_of_machine_values(value);
+        let plain = self.plain_literal(value);
         let twin = format_ident!("__deltad_twin", span = Span::mixed_site());
         let sets = value
             .leaves()

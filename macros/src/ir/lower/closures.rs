@@ -11,7 +11,7 @@ use syn::visit::Visit;
 use syn::Expr as SynExpr;
 
 use super::stmts::strip;
-use super::{Lowered, Lowerer, Unsupported};
+use super::{resolve_in, Lowered, Lowerer, Unsupported};
 use crate::ir::{Expr, ExprKind, Origin, StmtKind, Var, VarId, VarKind};
 
 /// A closure of the body: what inlining it needs.
@@ -435,16 +435,6 @@ impl Lowerer {
     }
 }
 
-/// The variable `name` means in `scopes`.
-fn resolve_in(scopes: &[Vec<(String, VarId)>], name: &str) -> Option<VarId> {
-    scopes
-        .iter()
-        .rev()
-        .flat_map(|scope| scope.iter().rev())
-        .find(|(n, _)| n == name)
-        .map(|(_, var)| *var)
-}
-
 /// The single names a closure's body mentions (paths and identifiers in
 /// macros).
 fn names_in(body: &SynExpr) -> Vec<String> {
@@ -486,7 +476,7 @@ fn own_names(closure: &syn::ExprClosure) -> Vec<String> {
     bound.0
 }
 
-/// True if `body` assigns the name `name` (`name = ..`, `name += ..`), or
+/// True if `body` assigns the name `name` (`name = ..`, `name += ..`, ..), or
 /// takes it by `&mut`.
 fn assigns(body: &SynExpr, name: &str) -> bool {
     struct Assigns<'n>(&'n str, bool);
@@ -502,15 +492,7 @@ fn assigns(body: &SynExpr, name: &str) -> bool {
             syn::visit::visit_expr_assign(self, assign);
         }
         fn visit_expr_binary(&mut self, binary: &'ast syn::ExprBinary) {
-            let compound = matches!(
-                binary.op,
-                syn::BinOp::AddAssign(_)
-                    | syn::BinOp::SubAssign(_)
-                    | syn::BinOp::MulAssign(_)
-                    | syn::BinOp::DivAssign(_)
-                    | syn::BinOp::RemAssign(_)
-            );
-            self.1 |= compound && self.names(&binary.left);
+            self.1 |= crate::syntax::is_compound_assignment(&binary.op) && self.names(&binary.left);
             syn::visit::visit_expr_binary(self, binary);
         }
         fn visit_expr_reference(&mut self, reference: &'ast syn::ExprReference) {

@@ -331,13 +331,7 @@ impl Lowerer {
     }
 
     fn resolve(&self, name: &Ident) -> Option<VarId> {
-        let key = syn::ext::IdentExt::unraw(name).to_string();
-        self.scopes
-            .iter()
-            .rev()
-            .flat_map(|scope| scope.iter().rev())
-            .find(|(n, _)| *n == key)
-            .map(|(_, var)| *var)
+        resolve_in(&self.scopes, &syn::ext::IdentExt::unraw(name).to_string())
     }
 
     /// The variable a path names, if it is one local name.
@@ -415,4 +409,14 @@ impl Lowerer {
             )
         })
     }
+}
+
+/// The variable `name` means in `scopes` (innermost binding first).
+fn resolve_in(scopes: &[Vec<(String, VarId)>], name: &str) -> Option<VarId> {
+    scopes
+        .iter()
+        .rev()
+        .flat_map(|scope| scope.iter().rev())
+        .find(|(n, _)| n == name)
+        .map(|(_, var)| *var)
 }
