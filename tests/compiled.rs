@@ -1544,3 +1544,76 @@ fn move_closures_hold_the_values_of_their_definition() {
     }
     assert!(moved_capture::tape_stats(1.5, 0.2).compiled);
 }
+
+// Constant arrays written in place as arguments, and local buffers passed
+// by value: `[1.0, 0.0, 0.0]` and `[k, 1.0, 0.0]` to a differentiated array
+// parameter (were a type error at the argument), constants by value to
+// `#[no_grad]` array and `Vec` parameters (a local array was a type error).
+// (An array of differentiated values written in place still takes the
+// tape: the callee may spell its parameter through an alias.)
+#[differentiate]
+fn cross3(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+#[differentiate]
+fn weighted3(a: [f64; 3], #[no_grad] w: [f64; 3]) -> f64 {
+    a[0] * w[0] + a[1] * w[1] + a[2] * w[2]
+}
+
+#[differentiate]
+fn weighted_vec(v: Vec<f64>, #[no_grad] w: Vec<f64>) -> f64 {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        s += v[i] * w[i];
+    }
+    s
+}
+
+both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -> f64 {
+    let w = [1.0, 2.0, 3.0];
+    let e = [1.0, 0.0, 0.0];
+    let d = cross3(e, a);
+    let f = cross3([0.0, 1.0, 0.0], a);
+    let tv = [0.0, t, 0.0];
+    let g = cross3(a, tv);
+    let k = n as f64;
+    let h = cross3([k, 1.0, 0.0], a);
+    let ts = [t; 3];
+    let r = cross3(ts, a);
+    let ws = vec![1.0, 2.0];
+    let vs = vec![t, a[0]];
+    weighted3(a, [1.0, 2.0, 3.0]) * t
+        + weighted3(a, w)
+        + weighted3(a, [k, 1.0, 1.0])
+        + d[2] * f[0]
+        + g[0] * h[1]
+        + r[2]
+        + weighted_vec(vs, ws)
+});
+
+#[test]
+fn arrays_written_in_place_and_buffers_by_value_are_passed() {
+    for (a, t, n) in [([1.0, 2.0, 3.0], 2.0, 2), ([-0.5, 0.25, 1.5], -1.25, 5)] {
+        let (value, g) = arrays_in_place::value_and_grad(a, t, n);
+        assert_eq!(value.to_bits(), arrays_in_place(a, t, n).to_bits());
+        let (_, tape) = arrays_in_place_tape::value_and_grad(a, t, n);
+        same(
+            &[g.a[0], g.a[1], g.a[2], g.t],
+            &[tape.a[0], tape.a[1], tape.a[2], tape.t],
+            "engines",
+        );
+        let point = [a[0], a[1], a[2], t];
+        check_gradient(
+            |p| arrays_in_place([p[0], p[1], p[2]], p[3], n),
+            &point,
+            &[g.a[0], g.a[1], g.a[2], g.t],
+            "arrays in place",
+        );
+    }
+    assert!(arrays_in_place::tape_stats([1.0, 2.0, 3.0], 2.0, 2).compiled);
+}

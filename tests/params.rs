@@ -226,3 +226,106 @@ fn the_function_itself_is_unchanged() {
     assert_eq!(scalar_params(2.0, 0.0), 0.0);
     assert_eq!(only_constants(2.0, &[1.0, 3.0], 0), 2.0);
 }
+
+// ----- Parameters whose type is an alias --------------------------------------
+// A constant array or `Vec` given to a parameter spelled through a type alias
+// (the macro sees the alias, not `[f64; 3]`): the callee converts it.
+
+type Vector3<T> = [T; 3];
+type Samples = Vec<f64>;
+
+#[differentiate]
+fn cross(a: Vector3<f64>, b: Vector3<f64>) -> Vector3<f64> {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+#[differentiate]
+fn weighted_sum(v: Samples, w: Samples) -> f64 {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        s += v[i] * w[i];
+    }
+    s
+}
+
+#[differentiate]
+fn through_aliases(a: Vector3<f64>, t: f64) -> f64 {
+    let c = cross([1.0, 0.0, 0.0], a);
+    let d = cross(a, [0.0, t, 0.0]);
+    let plain: [f64; 3] = [0.0, 0.0, 2.0];
+    let e = cross(plain, a);
+    c[0] + 2.0 * c[1]
+        + 3.0 * c[2]
+        + d[2] * e[0]
+        + weighted_sum(vec![1.0, 2.0, 3.0], vec![a[0], a[1], t])
+}
+
+#[test]
+fn constant_arrays_and_vecs_go_to_parameters_typed_by_aliases() {
+    let (a, t) = ([0.5, 1.5, 2.5], 0.75);
+    // e1 × a = (0, -a2, a1); a × (0, t, 0) = (-a2 t, 0, a0 t);
+    // (0, 0, 2) × a = (-2 a1, 2 a0, 0); f = -2 a2 + 3 a1 + a0 t (-2 a1) + a0 + 2 a1 + 3 t.
+    let expected_value =
+        -2.0 * a[2] + 3.0 * a[1] - 2.0 * a[0] * t * a[1] + a[0] + 2.0 * a[1] + 3.0 * t;
+    let (value, g) = through_aliases::value_and_grad(a, t);
+    assert_close(&[value], &[expected_value], "value");
+    assert_close(
+        &[g.a[0], g.a[1], g.a[2], g.t],
+        &[
+            -2.0 * t * a[1] + 1.0,
+            3.0 - 2.0 * a[0] * t + 2.0,
+            -2.0,
+            -2.0 * a[0] * a[1] + 3.0,
+        ],
+        "grad",
+    );
+}
+
+/// The same calls from a function whose own parameters are spelled out (on
+/// the compiled path, whose passes call the aliased functions' bridges).
+#[differentiate]
+fn through_aliases_spelled(a: [f64; 3], t: f64) -> f64 {
+    let k = 2.0;
+    let c = cross([1.0, 0.0, 0.0], a);
+    let tv = [0.0, t, 0.0];
+    let d = cross(a, tv);
+    let weights = vec![1.0, 2.0, 3.0];
+    let scaled = cross([k, 1.0, 0.0], a);
+    c[1] * d[2]
+        + scaled[2]
+        + norm_squared3(a)
+        + norm_squared3([k, 1.0, 0.0])
+        + weighted_sum(weights, vec![1.0, 1.0, 1.0])
+}
+
+#[differentiate]
+fn norm_squared3(a: Vector3<f64>) -> f64 {
+    a[0] * a[0] + a[1] * a[1] + a[2] * a[2]
+}
+
+#[test]
+fn aliased_parameters_from_a_caller_on_the_compiled_path() {
+    for (a, t) in [([0.5, 1.5, 2.5], 0.75), ([-1.0, 0.25, 2.0], -1.5)] {
+        // c1 = -a2, d2 = a0 t, (k, 1, 0) × a = (a2, -k a2, k a1 - a0):
+        // f = -a2 a0 t + 2 a1 - a0 + |a|² + 5 + 6.
+        let expected =
+            -a[2] * a[0] * t + 2.0 * a[1] - a[0] + a[0] * a[0] + a[1] * a[1] + a[2] * a[2] + 11.0;
+        let (value, g) = through_aliases_spelled::value_and_grad(a, t);
+        assert_close(&[value], &[expected], "value");
+        assert_close(
+            &[g.a[0], g.a[1], g.a[2], g.t],
+            &[
+                -a[2] * t - 1.0 + 2.0 * a[0],
+                2.0 + 2.0 * a[1],
+                -a[0] * t + 2.0 * a[2],
+                -a[2] * a[0],
+            ],
+            "grad",
+        );
+    }
+    assert!(through_aliases_spelled::tape_stats([0.5, 1.5, 2.5], 0.75).compiled);
+}

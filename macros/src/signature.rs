@@ -204,6 +204,15 @@ impl Signature {
         }
     }
 
+    /// A result whose type the macro cannot see into (see
+    /// `types::is_opaque_type`).
+    pub(crate) fn opaque_output(&self) -> Option<&Type> {
+        match &self.output {
+            Output::Structured(ty) if crate::types::is_opaque_type(ty) => Some(ty),
+            _ => None,
+        }
+    }
+
     /// For a result `Result<f64, E>` (of the function's precision): `E`.
     /// `grad` and `value_and_grad` then return `Result`s.
     pub(crate) fn fallible_real(&self) -> Option<&Type> {

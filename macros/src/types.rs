@@ -144,6 +144,28 @@ pub(crate) fn is_user_type(ty: &Type) -> bool {
     }
 }
 
+/// True for a type the macro cannot see into: a path with type arguments
+/// naming none of the standard containers (an alias such as `type
+/// Vector3<T> = [T; 3]`, or another crate's generic type). Compiled callers
+/// hold such a value as what rustc knows it to be.
+pub(crate) fn is_opaque_type(ty: &Type) -> bool {
+    match ty {
+        Type::Paren(paren) => is_opaque_type(&paren.elem),
+        Type::Group(group) => is_opaque_type(&group.elem),
+        Type::Path(TypePath { qself: None, path }) => {
+            let Some(last) = path.segments.last() else {
+                return false;
+            };
+            let name = last.ident.to_string();
+            matches!(last.arguments, PathArguments::AngleBracketed(_))
+                && !is_discrete(ty)
+                && !STD_CONTAINERS.contains(&name.as_str())
+                && name != "Self"
+        }
+        _ => false,
+    }
+}
+
 /// For a parameter that is a buffer of values of a user type (`&[Pt]`,
 /// `Vec<Pt>`, `&Vec<Pt>`): the element type.
 pub(crate) fn user_elements(kind: &crate::signature::ParamKind) -> Option<&Type> {

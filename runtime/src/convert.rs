@@ -424,18 +424,6 @@ macro_rules! constant_arguments {
                 Cow::Owned(self.map(Real::from_prim))
             }
         }
-        #[diagnostic::do_not_recommend]
-        impl<'t, S: Scalar<Prim = $p>> Arg<Vec<Real<'t, S>>> for Vec<$p> {
-            fn arg(self) -> Vec<Real<'t, S>> {
-                self.into_iter().map(Real::from_prim).collect()
-            }
-        }
-        #[diagnostic::do_not_recommend]
-        impl<'t, S: Scalar<Prim = $p>, const N: usize> Arg<[Real<'t, S>; N]> for [$p; N] {
-            fn arg(self) -> [Real<'t, S>; N] {
-                self.map(Real::from_prim)
-            }
-        }
     )*};
 }
 constant_arguments!(f64 f32);

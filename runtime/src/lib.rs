@@ -128,15 +128,16 @@ pub mod __private {
         twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value,
         twin_on_tape, twin_unit, twin_value, twin_values, twin_zeros, twin_zeros_like,
         twins_gradient, twins_values, twins_zeros, Active, CopyActive, CopyPlain, FromConstant,
-        LeafCopy, Owned, RealLeaf, SetLeaf, SinkAt, SinkRef, StructParam, StructValueParam,
-        StructsParam, TwinOf, TwinSink, TwinsSink,
+        LeafCopy, Owned, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam,
+        StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
-        checkpoint_segment, lift_buffer, lifted, machine_value, recorded_values, result_ids,
-        seed_buffer_and_sweep, seed_of, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
-        ArrayParam, Bits, Discard, KeptWhole, LiftBuffer, NoRecord, PassActive, PassConstant,
-        PlainParam, RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam, SliceSink,
-        Stack,
+        checkpoint_segment, lift_buffer, lifted, machine_value, opaque_values, recorded_values,
+        result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep, split_dual, unit_seed,
+        with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, Bits, ConstantArg, Discard,
+        KeptWhole, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant,
+        PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam,
+        SliceSink, Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

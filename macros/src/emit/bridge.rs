@@ -40,6 +40,16 @@ pub(crate) fn is_struct_param(kind: &ParamKind) -> bool {
     )
 }
 
+/// True for a parameter of a type the macro cannot see into (by value or
+/// by reference), which the bridge takes as its compiled callers hold it.
+pub(crate) fn is_opaque_param(kind: &ParamKind) -> bool {
+    matches!(
+        kind,
+        ParamKind::Structured { value, passing: Passing::Value | Passing::Ref }
+            if crate::types::is_opaque_type(value)
+    )
+}
+
 fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
     // (An array result whose length is a const parameter has no type
     // callers could name without the parameter.)
@@ -50,7 +60,11 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
     let output = match signature.buffer_output() {
         Some(BufferOutput::Array(_)) => !const_generic,
         Some(BufferOutput::Vec) => true,
-        None => matches!(signature.output, Output::Real) || signature.struct_output().is_some(),
+        None => {
+            matches!(signature.output, Output::Real)
+                || signature.struct_output().is_some()
+                || (structured && signature.opaque_output().is_some())
+        }
     };
     output
         && signature.params.iter().all(|p| {
@@ -113,10 +127,11 @@ impl Generator<'_> {
                 ParamKind::Structured { value, .. } if is_struct_param(&param.kind) => {
                     let generic = format_ident!("__DeltadB{}", index);
                     let twin = quote!(::deltad::__private::TwinOf<#value, #s>);
-                    struct_generics.push(quote!(#generic: ::core::borrow::Borrow<#twin>));
+                    struct_generics
+                        .push(quote!(#generic: ::deltad::__private::StructArg<#value, #s>));
                     params.push(quote!(#name: #generic));
                     borrows
-                        .push(quote!(let #name: &#twin = ::core::borrow::Borrow::borrow(&#name);));
+                        .push(quote!(let #name: &#twin = ::deltad::__private::StructArg::<#value, #s>::twin(&#name);));
                     let on_tape = |inputs: bool| quote!(::deltad::__private::twin_on_tape::<#s, #value>(#tape, #name, #inputs));
                     constants.push(on_tape(false));
                     inputs.push({
@@ -128,6 +143,20 @@ impl Generator<'_> {
                         ::deltad::__private::read_twin_adjoint::<#s, #value>(#name, &mut #reader, &mut #sink);
                     });
                     sink_bounds.push(quote!(#sink_type: ::deltad::__private::TwinSink<#twin>));
+                }
+                // A value of a type the macro cannot see into: as the
+                // caller holds it (see the runtime's `OpaqueArg`).
+                ParamKind::Structured { value, .. } if is_opaque_param(&param.kind) => {
+                    let generic = format_ident!("__DeltadB{}", index);
+                    let opaque = quote!(<#generic as ::deltad::__private::OpaqueArg<#value, #s>>);
+                    struct_generics
+                        .push(quote!(#generic: ::deltad::__private::OpaqueArg<#value, #s>));
+                    params.push(quote!(#name: #generic));
+                    constants.push(quote!(#opaque::dual(&#name, #tape, false)));
+                    inputs.push(quote!(let #input = #opaque::dual(&#name, #tape, true);));
+                    input_args.push(quote!(#input));
+                    reads.push(quote!(#opaque::read_adjoint(&#name, &mut #reader, &mut #sink);));
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::SliceSink<#s>));
                 }
                 kind if crate::types::user_elements(kind).is_some() => {
                     let elem = crate::types::user_elements(kind);
@@ -190,7 +219,7 @@ impl Generator<'_> {
                             quote!(::deltad::__private::Cow::Borrowed(&#input)),
                         ),
                         ParamKind::Vec => (
-                            quote!(#consts.collect()),
+                            quote!(#consts.collect::<::std::vec::Vec<_>>()),
                             quote!(::deltad::__private::input_slice(#tape, #name)),
                             quote!(::core::clone::Clone::clone(&#input)),
                         ),
@@ -255,7 +284,13 @@ impl Generator<'_> {
             }
         };
         let struct_output = self.signature.struct_output();
+        let opaque_output = self.signature.opaque_output();
         let (output, output_adjoint, sweep) = match self.signature.buffer_output() {
+            None if opaque_output.is_some() => (
+                quote!(<#opaque_output as ::deltad::__private::Differentiable<#prim>>::Twin<#s>),
+                quote!(<#opaque_output as ::deltad::__private::Differentiable<#prim>>::Twin<#s>),
+                quote!(::deltad::__private::seed_opaque_and_sweep::<#s, #opaque_output>(#tape, &__deltad_output, &#out, #adjoints);),
+            ),
             None if struct_output.is_some() => (
                 quote!(::deltad::__private::TwinOf<#struct_output, #s>),
                 quote!(::deltad::__private::TwinOf<#struct_output, #s>),
@@ -279,6 +314,9 @@ impl Generator<'_> {
             ),
         };
         let value = match self.signature.buffer_output() {
+            None if opaque_output.is_some() => quote! {
+                ::deltad::__private::opaque_values::<#s, #opaque_output>(&#record(#tape, #(#constants),*))
+            },
             None if struct_output.is_some() => quote! {
                 ::deltad::__private::twin_of_recorded::<#s, #struct_output>(&#record(#tape, #(#constants),*))
             },

@@ -63,6 +63,7 @@ impl Generator<'_> {
             names(items::RERUN_FN),
             names(items::RECORD_FN),
         );
+        let real = self.names.real_type();
         let reals = Ident::new("reals", Span::mixed_site());
         let ids = Ident::new("ids", Span::mixed_site());
         let constants = Ident::new("constants", Span::mixed_site());
@@ -111,16 +112,16 @@ impl Generator<'_> {
                     constant_entries.push(quote!(#name.len()));
                     constant_types.push(quote!(usize));
                     let made = quote! {
-                        (0..#constants.#entry).map(|_| #leaf).collect::<::std::vec::Vec<_>>()
+                        (0..#constants.#entry).map(|_| #leaf).collect::<::std::vec::Vec<#real>>()
                     };
                     rebuild_args.push(match &param.kind {
                         ParamKind::Vec => made,
                         _ => quote!(::deltad::__private::Cow::Owned(#made)),
                     });
                 }
-                ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                     keep.push(push_reals(quote!(#name.iter())));
-                    let made = quote!(::core::array::from_fn(|_| #leaf));
+                    let made = quote!(::core::array::from_fn::<#real, { #len }, _>(|_| #leaf));
                     rebuild_args.push(match &param.kind {
                         ParamKind::Array { .. } => made,
                         _ => quote!(::deltad::__private::Cow::Owned(#made)),

@@ -66,10 +66,17 @@ impl Generator<'_> {
             .enumerate()
             .map(|(index, param)| {
                 let plain = |ty: TokenStream| RecordParam { ty, generic: None };
+                if let Some((value, _)) = self.converted_param(&param.kind) {
+                    let generic = format_ident!("__DeltadA{}", index);
+                    return RecordParam {
+                        ty: quote!(#generic),
+                        generic: Some(quote! {
+                            #generic: ::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #value>
+                        }),
+                    };
+                }
                 match &param.kind {
                     ParamKind::Real => plain(quote!(#real)),
-                    ParamKind::Vec => plain(quote!(::std::vec::Vec<#real>)),
-                    ParamKind::Array { len } => plain(quote!([#real; #len])),
                     ParamKind::Slice { lifetime: lt } => {
                         let lt = cow_lifetime(lt);
                         plain(quote!(::deltad::__private::Cow<#lt, [#real]>))
@@ -81,15 +88,6 @@ impl Generator<'_> {
                     ParamKind::ArrayRef { lifetime: lt, len } => {
                         let lt = cow_lifetime(lt);
                         plain(quote!(::deltad::__private::Cow<#lt, [#real; #len]>))
-                    }
-                    ParamKind::Structured { value, .. } => {
-                        let generic = format_ident!("__DeltadA{}", index);
-                        RecordParam {
-                            ty: quote!(#generic),
-                            generic: Some(quote! {
-                                #generic: ::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #value>
-                            }),
-                        }
                     }
                     ParamKind::InOut { value, passing } => {
                         let dual = |ty: &syn::Type| {
@@ -115,7 +113,11 @@ impl Generator<'_> {
                         to_real.visit_type_mut(&mut ty);
                         plain(quote!(#ty))
                     }
-                    ParamKind::Constant | ParamKind::Discrete => {
+                    ParamKind::Constant
+                    | ParamKind::Discrete
+                    | ParamKind::Structured { .. }
+                    | ParamKind::Vec
+                    | ParamKind::Array { .. } => {
                         let ty = &param.ty;
                         plain(quote!(#ty))
                     }
@@ -137,12 +139,26 @@ impl Generator<'_> {
         }
     }
 
+    /// A parameter the recording pass takes through `IntoDual`: its owned
+    /// value type and how it is passed. Structured parameters, and `Vec<f64>`
+    /// and `[f64; N]` by value: a constant array or `Vec` then goes to the
+    /// callee as it is and the callee lifts it, so that a caller need not
+    /// know whether the parameter is spelled `[f64; 3]` or through an alias.
+    fn converted_param(&self, kind: &ParamKind) -> Option<(syn::Type, Passing)> {
+        let prim = &self.prim;
+        match kind {
+            ParamKind::Structured { value, passing } => Some((value.clone(), passing.clone())),
+            ParamKind::Vec => Some((syn::parse_quote!(::std::vec::Vec<#prim>), Passing::Value)),
+            ParamKind::Array { len } => Some((syn::parse_quote!([#prim; #len]), Passing::Value)),
+            _ => None,
+        }
+    }
+
     /// The name a parameter is received under, and the statements that turn
     /// it into what the body uses (`by_name`: bind to the parameter's name
     /// rather than the user's pattern).
     pub(super) fn receive(&self, index: usize, by_name: bool) -> (TokenStream, TokenStream) {
         let param = &self.signature.params[index];
-        let (lifetime, scalar, prim) = (&self.names.lifetime, &self.names.scalar, &self.prim);
         let real = self.names.real_type();
         let name = &param.name;
         let pat = if by_name {
@@ -157,32 +173,46 @@ impl Generator<'_> {
             ParamKind::Slice { .. } => rebind(quote!(&[#real])),
             ParamKind::VecRef { .. } => rebind(quote!(&::std::vec::Vec<#real>)),
             ParamKind::ArrayRef { len, .. } => rebind(quote!(&[#real; #len])),
-            ParamKind::Structured { value, passing } => {
-                let generic = format_ident!("__DeltadA{}", index);
-                let conversion =
-                    quote!(::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #value>);
-                let dual = |ty: &syn::Type| quote!(::deltad::__private::DualOf<#lifetime, #scalar, #prim, #ty>);
-                let converted = quote!(<#generic as #conversion>::into_dual(#hidden));
-                let owned = self.names.local(&format!("owned_{}", param.name));
-                let ty = dual(value);
-                let statements = match passing {
-                    Passing::Value => quote!(let #pat: #ty = #converted;),
-                    Passing::Ref => quote! {
-                        let #owned: #ty = #converted;
-                        let #pat: &#ty = &#owned;
-                    },
-                    Passing::Slice { elem } => {
-                        let elem_ty = dual(elem);
-                        quote! {
-                            let #owned: #ty = #converted;
-                            let #pat: &[#elem_ty] = &#owned[..];
-                        }
-                    }
-                };
-                (quote!(#hidden), statements)
-            }
-            _ => (pat, TokenStream::new()),
+            kind => self.receive_converted(index, kind, pat, &hidden),
         }
+    }
+
+    /// Receives a parameter taken through `IntoDual` (see `converted_param`):
+    /// converted to dual values and bound to the user's pattern.
+    fn receive_converted(
+        &self,
+        index: usize,
+        kind: &ParamKind,
+        pat: TokenStream,
+        hidden: &Ident,
+    ) -> (TokenStream, TokenStream) {
+        let (lifetime, scalar, prim) = (&self.names.lifetime, &self.names.scalar, &self.prim);
+        let param = &self.signature.params[index];
+        let Some((value, passing)) = self.converted_param(kind) else {
+            return (pat, TokenStream::new());
+        };
+        let generic = format_ident!("__DeltadA{}", index);
+        let conversion = quote!(::deltad::__private::IntoDual<#lifetime, #scalar, #prim, #value>);
+        let dual =
+            |ty: &syn::Type| quote!(::deltad::__private::DualOf<#lifetime, #scalar, #prim, #ty>);
+        let converted = quote!(<#generic as #conversion>::into_dual(#hidden));
+        let owned = self.names.local(&format!("owned_{}", param.name));
+        let ty = dual(&value);
+        let statements = match &passing {
+            Passing::Value => quote!(let #pat: #ty = #converted;),
+            Passing::Ref => quote! {
+                let #owned: #ty = #converted;
+                let #pat: &#ty = &#owned;
+            },
+            Passing::Slice { elem } => {
+                let elem_ty = dual(elem);
+                quote! {
+                    let #owned: #ty = #converted;
+                    let #pat: &[#elem_ty] = &#owned[..];
+                }
+            }
+        };
+        (quote!(#hidden), statements)
     }
 
     /// The parameter declarations of a function with the recording pass's

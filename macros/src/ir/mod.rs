@@ -394,6 +394,9 @@ pub(crate) struct BufferRef {
     pub var: VarId,
     /// `buffer[start..end]`: each bound absent for `..` forms.
     pub range: Option<Bounds>,
+    /// Passed by value (`f(v)` for a local `v`, `f([a, b])`): a buffer the
+    /// caller owns, which a `#[no_grad]` parameter takes by value.
+    pub by_value: bool,
     pub span: Span,
 }
 

@@ -22,6 +22,7 @@
 //! which the caller does not know) and through sinks, one per parameter.
 
 mod buffers;
+mod opaque;
 mod params;
 mod stack;
 mod structs;
@@ -31,9 +32,12 @@ pub use buffers::{
     unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 
+pub use opaque::{
+    opaque_values, seed_opaque_and_sweep, ActiveArg, ConstantArg, OpaqueArg, OpaqueParam,
+};
 pub use params::{
-    lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PlainParam, RealParam,
-    ScalarSink, SliceParam, SliceSink,
+    lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PassOwned, PlainParam,
+    RealParam, ScalarSink, SliceParam, SliceSink,
 };
 pub use stack::{
     checkpoint_segment, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord, Record, Reserved,
@@ -49,5 +53,6 @@ pub use structs::{
     twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit,
     twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_values,
     twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf, SetLeaf,
-    SinkAt, SinkRef, StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
+    SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam, TwinOf, TwinSink,
+    TwinsSink,
 };

@@ -154,6 +154,50 @@ impl<S, T> PassConstant<S, T> for PlainParam {
     }
 }
 
+/// A constant buffer the caller owns (a local array or `Vec`, or an array
+/// written in place), passed by value to a parameter with marker `Self`: a
+/// differentiated parameter takes it lifted, borrowed from `slot` (which
+/// the caller provides for the call), a `#[no_grad]` one takes the value.
+#[diagnostic::on_unimplemented(
+    message = "this argument does not match the parameter of the called function",
+    label = "a buffer of this type cannot be passed by value here"
+)]
+pub trait PassOwned<'a, S, T> {
+    /// What a differentiated parameter keeps the lifted value in.
+    type Slot: 'a;
+    /// What the callee's compiled pass takes.
+    type Out;
+    /// The argument as the callee takes it.
+    fn pass_owned(value: T, slot: &'a mut Option<Self::Slot>) -> Self::Out;
+}
+
+impl<'a, S: Scalar + 'a, const N: usize> PassOwned<'a, S, [S::Prim; N]> for ArrayParam {
+    type Slot = [S; N];
+    type Out = &'a [S; N];
+    #[inline(always)]
+    fn pass_owned(value: [S::Prim; N], slot: &'a mut Option<[S; N]>) -> &'a [S; N] {
+        slot.insert(value.map(S::from_prim))
+    }
+}
+
+impl<'a, S: Scalar + 'a> PassOwned<'a, S, Vec<S::Prim>> for SliceParam {
+    type Slot = Vec<S>;
+    type Out = &'a [S];
+    #[inline(always)]
+    fn pass_owned(value: Vec<S::Prim>, slot: &'a mut Option<Vec<S>>) -> &'a [S] {
+        slot.insert(value.into_iter().map(S::from_prim).collect())
+    }
+}
+
+impl<S, T> PassOwned<'_, S, T> for PlainParam {
+    type Slot = ();
+    type Out = T;
+    #[inline(always)]
+    fn pass_owned(value: T, _: &mut Option<()>) -> T {
+        value
+    }
+}
+
 /// Where the adjoint of a real parameter goes.
 pub trait ScalarSink<S> {
     /// Adds `adjoint` to the destination.

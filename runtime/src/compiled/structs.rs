@@ -20,7 +20,7 @@
 use std::fmt;
 use std::ops::Deref;
 
-use super::params::{Discard, PassActive, PassConstant};
+use super::params::{Discard, PassActive, PassConstant, PassOwned};
 use crate::differentiable::Differentiable;
 use crate::dual::Dual;
 use crate::forward::Seeds;
@@ -526,6 +526,28 @@ impl<S, T> TwinSink<T> for Discard<S> {
     fn with(&mut self, _f: impl FnOnce(&mut T)) {}
 }
 
+/// What the compiled passes take for a parameter of a user type `V`: its
+/// twin, borrowed or made for the call.
+#[diagnostic::on_unimplemented(
+    message = "this argument does not match the parameter of the called function",
+    label = "the parameter's type `{V}` is taken for a user type, and this argument is not a value of one",
+    note = "a parameter spelled through an alias without type arguments (`type Point = [f64; 2]`) reads like a user type: write the type itself in the called function's signature (`[f64; 2]`), or give the alias a type argument (`type Point<T> = [T; 2]`)"
+)]
+pub trait StructArg<V: Differentiable<S::Prim>, S: Scalar> {
+    /// The twin.
+    fn twin(&self) -> &TwinOf<V, S>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<V: Differentiable<S::Prim>, S: Scalar, B: std::borrow::Borrow<TwinOf<V, S>>> StructArg<V, S>
+    for B
+{
+    #[inline(always)]
+    fn twin(&self) -> &TwinOf<V, S> {
+        self.borrow()
+    }
+}
+
 /// A value the callee borrows, made for the call (a constant argument's
 /// twin).
 pub struct Owned<T>(pub T);
@@ -619,6 +641,27 @@ impl<S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, T> for StructValuePa
     #[inline(always)]
     fn pass(value: T) -> Owned<TwinOf<T, S>> {
         Owned(twin_values(&value))
+    }
+}
+
+impl<S: Scalar, T: Differentiable<S::Prim>> PassOwned<'_, S, T> for StructValueParam {
+    type Slot = ();
+    type Out = Owned<TwinOf<T, S>>;
+    #[inline(always)]
+    fn pass_owned(value: T, _: &mut Option<()>) -> Owned<TwinOf<T, S>> {
+        Owned(twin_values(&value))
+    }
+}
+
+impl<'a, S: Scalar + 'a, T: Differentiable<S::Prim>> PassOwned<'a, S, Vec<T>> for StructsParam
+where
+    TwinOf<T, S>: 'a,
+{
+    type Slot = Vec<TwinOf<T, S>>;
+    type Out = &'a [TwinOf<T, S>];
+    #[inline(always)]
+    fn pass_owned(value: Vec<T>, slot: &'a mut Option<Vec<TwinOf<T, S>>>) -> &'a [TwinOf<T, S>] {
+        slot.insert(twins_values(&value))
     }
 }
 

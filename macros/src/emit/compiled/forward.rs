@@ -874,6 +874,18 @@ impl Passes<'_> {
                 let marker = format_ident!("__P{}", i, span = span);
                 let path = &call.path;
                 let marker = quote_spanned!(span=> #path::#marker);
+                // A constant buffer the caller owns, passed by value: its
+                // copy lifted into a slot the call holds (or given as it is
+                // to a `#[no_grad]` parameter).
+                if let CallArg::Buffer(buffer) = arg {
+                    if buffer.by_value && buffer.range.is_none() && !active {
+                        let name = self.name(buffer.var);
+                        return quote_spanned!(span=> <#marker as ::deltad::__private::PassOwned<'_, #s, _>>::pass_owned(
+                            ::core::clone::Clone::clone(&#name),
+                            &mut ::core::option::Option::None,
+                        ));
+                    }
+                }
                 // (The scalar of an active argument is its own; a constant's
                 // is the pass's.)
                 let conversion = if active {

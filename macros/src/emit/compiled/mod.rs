@@ -265,8 +265,8 @@ impl<'a> Passes<'a> {
         self.struct_params()
             .map(|(index, value)| {
                 let generic = struct_generic(index);
-                let twin = self.twin_type(value);
-                quote!(#generic: ::core::borrow::Borrow<#twin>)
+                let s = &self.scalar;
+                quote!(#generic: ::deltad::__private::StructArg<#value, #s>)
             })
             .collect()
     }
@@ -295,7 +295,7 @@ impl<'a> Passes<'a> {
         let borrows = self.struct_params().map(|(index, value)| {
             let name = self.name(self.function.params[index]);
             let twin = self.twin_type(value);
-            quote!(let #name: &#twin = ::core::borrow::Borrow::borrow(&#name);)
+            quote!(let #name: &#twin = ::deltad::__private::StructArg::<#value, #s>::twin(&#name);)
         });
         let leaves = self.active_fields().map(|var| {
             let name = self.name(var);
@@ -426,6 +426,9 @@ impl<'a> Passes<'a> {
                 kind if crate::types::user_elements(kind).is_some() => {
                     quote!(::deltad::__private::StructsParam)
                 }
+                kind if crate::emit::bridge::is_opaque_param(kind) => {
+                    quote!(::deltad::__private::OpaqueParam)
+                }
                 kind if crate::emit::bridge::is_struct_param(kind) => match kind {
                     ParamKind::Structured {
                         passing: crate::signature::Passing::Value,
@@ -451,6 +454,10 @@ impl<'a> Passes<'a> {
         // adjoint of a buffer result with it).
         // (A user type is named in the module the function's body sees.)
         let output = match (signature.buffer_output(), signature.struct_output()) {
+            (None, None) if signature.opaque_output().is_some() => {
+                let impl_module = Ident::new(crate::names::items::IMPL_MODULE, Span::call_site());
+                quote!(self::#impl_module::__DeltadOut<S>)
+            }
             (_, Some(_)) => {
                 let impl_module = Ident::new(crate::names::items::IMPL_MODULE, Span::call_site());
                 quote!(self::#impl_module::__DeltadOut<S>)
@@ -478,6 +485,14 @@ impl<'a> Passes<'a> {
     /// a user type, for `__Out` (see `markers`).
     pub(crate) fn output_alias(signature: &Signature) -> TokenStream {
         let prim = signature.precision.ident(Span::call_site());
+        if let Some(ty) = signature.opaque_output() {
+            // (Of a type the macro cannot see into: with the type's own
+            // shape, as callers hold it.)
+            return quote! {
+                #[doc(hidden)]
+                pub type __DeltadOut<S> = <#ty as ::deltad::__private::Differentiable<#prim>>::Twin<S>;
+            };
+        }
         match signature.struct_output() {
             Some(ty) => quote! {
                 #[doc(hidden)]

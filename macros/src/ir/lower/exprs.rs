@@ -8,8 +8,8 @@ use syn::Expr as SynExpr;
 use super::stmts::{is_control_flow, strip};
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::{
-    ArithOp, BufferRef, Call, CallArg, Expr, ExprKind, Math, NewBuffer, Primitive, StmtKind,
-    VarKind,
+    ArithOp, BufferRef, Call, CallArg, Expr, ExprKind, Math, NewBuffer, Origin, Primitive,
+    StmtKind, VarKind,
 };
 
 impl Lowerer {
@@ -505,37 +505,18 @@ impl Lowerer {
                 args.push(CallArg::Buffer(buffer));
                 continue;
             }
+            // `[a, b, c]` by value, and `&[a, b, c]` with differentiated
+            // elements: a buffer of its own.
+            if let Some(buffer) = self.literal_buffer_arg(arg, out)? {
+                args.push(CallArg::Buffer(buffer));
+                continue;
+            }
             if let SynExpr::Reference(reference) = strip(arg) {
                 if reference.mutability.is_some() {
                     return Err(Unsupported::new(
                         arg.span(),
                         "`&mut` arguments are not on the compiled path yet",
                     ));
-                }
-                // `&[a, b, c]` with differentiated elements: a buffer of
-                // its own.
-                if let Some(new) = self.new_buffer(&reference.expr)? {
-                    let elements = Expr::new(ExprKind::NewBuffer(new), arg.span());
-                    if self.reads_variables(&elements) {
-                        let temp = self.buffer_temp(arg.span());
-                        self.vars[temp].array = matches!(
-                            strip(&reference.expr),
-                            SynExpr::Array(_) | SynExpr::Repeat(_)
-                        );
-                        out.push(self.stmt(
-                            arg.span(),
-                            StmtKind::Let {
-                                var: temp,
-                                init: Some(elements),
-                            },
-                        ));
-                        args.push(CallArg::Buffer(BufferRef {
-                            var: temp,
-                            range: None,
-                            span: arg.span(),
-                        }));
-                        continue;
-                    }
                 }
                 // A reference to plain data (`&data`): passed as written.
                 let value = self.opaque(arg)?;
@@ -554,6 +535,47 @@ impl Lowerer {
 
     /// True if `expr` reads a variable of the body (else it is constant
     /// data written in place).
+    /// An argument that lists a buffer's elements: an array or `Vec` by
+    /// value (`[a, b, c]`, `[x; 3]`, `vec![..]`), passed as a buffer of its
+    /// own like a local (a constant one too: the callee's parameter may
+    /// differentiate it), or `&[a, b, c]` / `&vec![..]` reading variables (a
+    /// reference to constant elements is passed as written).
+    fn literal_buffer_arg(
+        &mut self,
+        arg: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<BufferRef>> {
+        let (elements, by_value) = match strip(arg) {
+            SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                (&*reference.expr, false)
+            }
+            value @ (SynExpr::Array(_) | SynExpr::Repeat(_) | SynExpr::Macro(_)) => (value, true),
+            _ => return Ok(None),
+        };
+        let Some(new) = self.new_buffer(elements)? else {
+            return Ok(None);
+        };
+        let elements_expr = Expr::new(ExprKind::NewBuffer(new), arg.span());
+        if !by_value && !self.reads_variables(&elements_expr) {
+            return Ok(None);
+        }
+        let temp = self.buffer_temp(arg.span());
+        self.vars[temp].array = matches!(strip(elements), SynExpr::Array(_) | SynExpr::Repeat(_));
+        out.push(self.stmt(
+            arg.span(),
+            StmtKind::Let {
+                var: temp,
+                init: Some(elements_expr),
+            },
+        ));
+        Ok(Some(BufferRef {
+            var: temp,
+            range: None,
+            by_value,
+            span: arg.span(),
+        }))
+    }
+
     fn reads_variables(&self, expr: &Expr) -> bool {
         let mut reads = false;
         expr.each_subexpr(&mut |e| {
@@ -590,6 +612,7 @@ impl Lowerer {
             SynExpr::Path(_) => Ok(buffer(self, inner).map(|var| BufferRef {
                 var,
                 range: None,
+                by_value: !referenced && !matches!(self.vars[var].origin, Origin::Param(_)),
                 span,
             })),
             SynExpr::MethodCall(call)
@@ -598,6 +621,7 @@ impl Lowerer {
                 Ok(buffer(self, &call.receiver).map(|var| BufferRef {
                     var,
                     range: None,
+                    by_value: false,
                     span,
                 }))
             }
@@ -625,6 +649,7 @@ impl Lowerer {
                 Ok(Some(BufferRef {
                     var,
                     range: Some((start, end)),
+                    by_value: false,
                     span,
                 }))
             }
