@@ -1545,12 +1545,11 @@ fn move_closures_hold_the_values_of_their_definition() {
     assert!(moved_capture::tape_stats(1.5, 0.2).compiled);
 }
 
-// Constant arrays written in place as arguments, and local buffers passed
-// by value: `[1.0, 0.0, 0.0]` and `[k, 1.0, 0.0]` to a differentiated array
-// parameter (were a type error at the argument), constants by value to
+// Arrays written in place as arguments, and local buffers passed by value:
+// `[1.0, 0.0, 0.0]` and `[k, 1.0, 0.0]` to a differentiated array parameter
+// (were a type error at the argument), `[0.0, t, 0.0]` and `[t; 3]` with
+// differentiated elements (were on the tape), constants by value to
 // `#[no_grad]` array and `Vec` parameters (a local array was a type error).
-// (An array of differentiated values written in place still takes the
-// tape: the callee may spell its parameter through an alias.)
 #[differentiate]
 fn cross3(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [
@@ -1579,12 +1578,10 @@ both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -
     let e = [1.0, 0.0, 0.0];
     let d = cross3(e, a);
     let f = cross3([0.0, 1.0, 0.0], a);
-    let tv = [0.0, t, 0.0];
-    let g = cross3(a, tv);
+    let g = cross3(a, [0.0, t, 0.0]);
     let k = n as f64;
     let h = cross3([k, 1.0, 0.0], a);
-    let ts = [t; 3];
-    let r = cross3(ts, a);
+    let r = cross3([t; 3], a);
     let ws = vec![1.0, 2.0];
     let vs = vec![t, a[0]];
     weighted3(a, [1.0, 2.0, 3.0]) * t

@@ -291,15 +291,26 @@ fn constant_arrays_and_vecs_go_to_parameters_typed_by_aliases() {
 fn through_aliases_spelled(a: [f64; 3], t: f64) -> f64 {
     let k = 2.0;
     let c = cross([1.0, 0.0, 0.0], a);
-    let tv = [0.0, t, 0.0];
-    let d = cross(a, tv);
+    let d = cross(a, [0.0, t, 0.0]);
     let weights = vec![1.0, 2.0, 3.0];
+    let values = vec![a[0], a[1], t];
     let scaled = cross([k, 1.0, 0.0], a);
     c[1] * d[2]
         + scaled[2]
         + norm_squared3(a)
         + norm_squared3([k, 1.0, 0.0])
         + weighted_sum(weights, vec![1.0, 1.0, 1.0])
+        + weighted_sum(vec![1.0, 2.0, 3.0], values)
+        + point_product([t, a[2]])
+        + point_product([k, 3.0])
+}
+
+type Point = [f64; 2];
+
+/// (An alias without type arguments reads like a user type's name.)
+#[differentiate]
+fn point_product(p: Point) -> f64 {
+    p[0] * p[1]
 }
 
 #[differentiate]
@@ -311,21 +322,58 @@ fn norm_squared3(a: Vector3<f64>) -> f64 {
 fn aliased_parameters_from_a_caller_on_the_compiled_path() {
     for (a, t) in [([0.5, 1.5, 2.5], 0.75), ([-1.0, 0.25, 2.0], -1.5)] {
         // c1 = -a2, d2 = a0 t, (k, 1, 0) × a = (a2, -k a2, k a1 - a0):
-        // f = -a2 a0 t + 2 a1 - a0 + |a|² + 5 + 6.
-        let expected =
-            -a[2] * a[0] * t + 2.0 * a[1] - a[0] + a[0] * a[0] + a[1] * a[1] + a[2] * a[2] + 11.0;
+        // f = -a2 a0 t + 2 a1 - a0 + |a|² + 5 + 6 + (a0 + 2 a1 + 3 t) + t a2 + 6.
+        let expected = -a[2] * a[0] * t + 2.0 * a[1] - a[0]
+            + a[0] * a[0]
+            + a[1] * a[1]
+            + a[2] * a[2]
+            + 11.0
+            + a[0]
+            + 2.0 * a[1]
+            + 3.0 * t
+            + t * a[2]
+            + 6.0;
         let (value, g) = through_aliases_spelled::value_and_grad(a, t);
         assert_close(&[value], &[expected], "value");
         assert_close(
             &[g.a[0], g.a[1], g.a[2], g.t],
             &[
-                -a[2] * t - 1.0 + 2.0 * a[0],
-                2.0 + 2.0 * a[1],
-                -a[0] * t + 2.0 * a[2],
-                -a[2] * a[0],
+                -a[2] * t + 2.0 * a[0],
+                4.0 + 2.0 * a[1],
+                -a[0] * t + 2.0 * a[2] + t,
+                -a[2] * a[0] + 3.0 + a[2],
             ],
             "grad",
         );
     }
     assert!(through_aliases_spelled::tape_stats([0.5, 1.5, 2.5], 0.75).compiled);
+}
+
+/// Results spelled through aliases, used by a caller on the compiled path.
+#[differentiate]
+fn point_of(t: f64) -> Point {
+    [t, 2.0 * t]
+}
+
+#[differentiate]
+fn vector_of(t: f64, s: f64) -> Vector3<f64> {
+    [t * s, s, t]
+}
+
+#[differentiate]
+fn aliased_results(t: f64, s: f64) -> f64 {
+    let p = point_of(t);
+    let v = vector_of(t, s);
+    p[0] * p[1] + v[0] * v[1] + v[2]
+}
+
+#[test]
+fn aliased_results_on_the_compiled_path() {
+    for (t, s) in [(1.5, -0.5), (0.25, 2.0)] {
+        // f = 2t² + t s² + t.
+        let (value, g) = aliased_results::value_and_grad(t, s);
+        assert_close(&[value], &[2.0 * t * t + t * s * s + t], "value");
+        assert_close(&[g.t, g.s], &[4.0 * t + s * s + 1.0, 2.0 * t * s], "grad");
+    }
+    assert!(aliased_results::tape_stats(1.5, -0.5).compiled);
 }

@@ -585,6 +585,12 @@ impl Generator<'_> {
                 }
             }
 
+            /// Compiled callers hold values of this type as its twin.
+            #[automatically_derived]
+            impl #private::HeldAs for #name {
+                type Form = #private::AsTwin;
+            }
+
             #[automatically_derived]
             impl<'t, __DeltadS: #private::Scalar<Prim = #p>> #private::IntoDual<'t, __DeltadS, #p, #name> for #name {
                 fn into_dual(self) -> #twin<#private::Real<'t, __DeltadS>> {

@@ -134,10 +134,10 @@ pub mod __private {
     pub use crate::compiled::{
         checkpoint_segment, lift_buffer, lifted, machine_value, opaque_values, recorded_values,
         result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep, split_dual, unit_seed,
-        with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, Bits, ConstantArg, Discard,
-        KeptWhole, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant,
-        PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam,
-        SliceSink, Stack,
+        with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits,
+        ConstantArg, Discard, HeldAs, HeldResult, HeldSink, HeldValue, KeptWhole, LiftBuffer,
+        NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam,
+        RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam, SliceSink, Stack,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

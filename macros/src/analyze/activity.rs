@@ -166,24 +166,6 @@ fn check_expr(
                 );
             }
         }
-        // (The callee may take the array through a type alias, which the
-        // compiled passes cannot pass a differentiated array to yet; the tape
-        // can, and a `let` of the array shows the caller means it.)
-        ExprKind::Call(call) => {
-            for arg in &call.args {
-                if let CallArg::Buffer(buffer) = arg {
-                    if buffer.by_value
-                        && active[buffer.var]
-                        && function.vars[buffer.var].origin == crate::ir::Origin::Temp
-                    {
-                        report(
-                            buffer.span,
-                            "an array of differentiated values written in place as an argument is not on the compiled path yet: bind it with `let` first".to_string(),
-                        );
-                    }
-                }
-            }
-        }
         ExprKind::Cast(inner, ty) if is_active(inner, active) => {
             if let Some(name) = crate::signature::float_name(ty) {
                 if name != precision.name() {

@@ -113,7 +113,6 @@ impl Generator<'_> {
         let mut sink_bounds = Vec::new();
         let mut sinks = Vec::new();
         let mut struct_generics = Vec::new();
-        let mut borrows = Vec::new();
         for (index, param) in self.signature.params.iter().enumerate() {
             let name = &param.name;
             let sink = sink(index);
@@ -123,26 +122,24 @@ impl Generator<'_> {
             let reader = quote!(__deltad_reader);
             match &param.kind {
                 // A value of a user type: its twin, as compiled passes take
-                // it (callers cannot know which path a callee took).
+                // it (callers cannot know which path a callee took), or, for
+                // an alias of a buffer that reads like a user type's name,
+                // that buffer (see the runtime's `HeldValue`).
                 ParamKind::Structured { value, .. } if is_struct_param(&param.kind) => {
                     let generic = format_ident!("__DeltadB{}", index);
-                    let twin = quote!(::deltad::__private::TwinOf<#value, #s>);
+                    let held = quote!(<#generic as ::deltad::__private::HeldValue<#value, #s>>);
                     struct_generics
-                        .push(quote!(#generic: ::deltad::__private::StructArg<#value, #s>));
+                        .push(quote!(#generic: ::deltad::__private::HeldValue<#value, #s>));
                     params.push(quote!(#name: #generic));
-                    borrows
-                        .push(quote!(let #name: &#twin = ::deltad::__private::StructArg::<#value, #s>::twin(&#name);));
-                    let on_tape = |inputs: bool| quote!(::deltad::__private::twin_on_tape::<#s, #value>(#tape, #name, #inputs));
-                    constants.push(on_tape(false));
-                    inputs.push({
-                        let made = on_tape(true);
-                        quote!(let #input = #made;)
-                    });
+                    constants.push(quote!(#held::dual(&#name, #tape, false)));
+                    inputs.push(quote!(let #input = #held::dual(&#name, #tape, true);));
                     input_args.push(quote!(#input));
                     reads.push(quote! {
-                        ::deltad::__private::read_twin_adjoint::<#s, #value>(#name, &mut #reader, &mut #sink);
+                        ::deltad::__private::HeldSink::<#value, #s, #generic>::read(&mut #sink, &#name, &mut #reader);
                     });
-                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::TwinSink<#twin>));
+                    sink_bounds.push(
+                        quote!(#sink_type: ::deltad::__private::HeldSink<#value, #s, #generic>),
+                    );
                 }
                 // A value of a type the macro cannot see into: as the
                 // caller holds it (see the runtime's `OpaqueArg`).
@@ -291,10 +288,12 @@ impl Generator<'_> {
                 quote!(<#opaque_output as ::deltad::__private::Differentiable<#prim>>::Twin<#s>),
                 quote!(::deltad::__private::seed_opaque_and_sweep::<#s, #opaque_output>(#tape, &__deltad_output, &#out, #adjoints);),
             ),
+            // (A user type's twin, or the buffer an alias names: see the
+            // runtime's `HeldResult`.)
             None if struct_output.is_some() => (
-                quote!(::deltad::__private::TwinOf<#struct_output, #s>),
-                quote!(::deltad::__private::TwinOf<#struct_output, #s>),
-                quote!(::deltad::__private::seed_recorded_and_sweep::<#s, #struct_output>(#tape, &__deltad_output, &#out, #adjoints);),
+                quote!(<#struct_output as ::deltad::__private::HeldResult<#s>>::Held),
+                quote!(<#struct_output as ::deltad::__private::HeldResult<#s>>::Held),
+                quote!(<#struct_output as ::deltad::__private::HeldResult<#s>>::seed_held_and_sweep(#tape, &__deltad_output, &#out, #adjoints);),
             ),
             None => (
                 quote!(#s),
@@ -318,7 +317,7 @@ impl Generator<'_> {
                 ::deltad::__private::opaque_values::<#s, #opaque_output>(&#record(#tape, #(#constants),*))
             },
             None if struct_output.is_some() => quote! {
-                ::deltad::__private::twin_of_recorded::<#s, #struct_output>(&#record(#tape, #(#constants),*))
+                <#struct_output as ::deltad::__private::HeldResult<#s>>::held_of_recorded(&#record(#tape, #(#constants),*))
             },
             None => quote!(#record(#tape, #(#constants),*).value()),
             Some(_) => quote! {
@@ -327,13 +326,11 @@ impl Generator<'_> {
         };
         let fwd_body = body(quote! {
             let _ = &#stack;
-            #(#borrows)*
             let #tape = &::deltad::__private::Tape::<#s>::forward_only();
             #value
         });
         let adj_body = body(quote! {
             let _ = &#stack;
-            #(#borrows)*
             <#s as ::deltad::__private::Scalar>::with_tape(|#tape, #adjoints| {
                 #(#inputs)*
                 let __deltad_output = #record(#tape, #(#input_args),*);

@@ -22,6 +22,7 @@
 //! which the caller does not know) and through sinks, one per parameter.
 
 mod buffers;
+mod held;
 mod opaque;
 mod params;
 mod stack;
@@ -32,6 +33,7 @@ pub use buffers::{
     unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 
+pub use held::{AsBuffer, AsTwin, HeldAs, HeldResult, HeldSink, HeldValue};
 pub use opaque::{
     opaque_values, seed_opaque_and_sweep, ActiveArg, ConstantArg, OpaqueArg, OpaqueParam,
 };

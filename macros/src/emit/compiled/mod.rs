@@ -481,8 +481,9 @@ impl<'a> Passes<'a> {
         }
     }
 
-    /// In the module of the generated items: the twin type of a result of
-    /// a user type, for `__Out` (see `markers`).
+    /// In the module of the generated items: the type of a result of a
+    /// user type (its twin) or of a type the macro cannot see into (its
+    /// buffer), as callers hold it, for `__Out` (see `markers`).
     pub(crate) fn output_alias(signature: &Signature) -> TokenStream {
         let prim = signature.precision.ident(Span::call_site());
         if let Some(ty) = signature.opaque_output() {
@@ -496,15 +497,15 @@ impl<'a> Passes<'a> {
         match signature.struct_output() {
             Some(ty) => quote! {
                 #[doc(hidden)]
-                pub type __DeltadOut<S> = ::deltad::__private::TwinOf<#ty, S>;
-                /// A twin shaped like the result `like` with every real 0 (the
+                pub type __DeltadOut<S> = <#ty as ::deltad::__private::HeldResult<S>>::Held;
+                /// A result shaped like `like` with every real 0 (the
                 /// adjoint a caller of the compiled passes adds into).
                 #[doc(hidden)]
                 #[inline]
                 pub fn __deltad_zeros_like<S: ::deltad::__private::Scalar<Prim = #prim>>(
                     like: &__DeltadOut<S>,
                 ) -> __DeltadOut<S> {
-                    ::deltad::__private::twin_zeros_like::<S, #ty>(like)
+                    <#ty as ::deltad::__private::HeldResult<S>>::held_zeros_like(like)
                 }
             },
             None => TokenStream::new(),

@@ -1,0 +1,367 @@
+//! Parameters of types named without type arguments, which the macro of a
+//! callee cannot tell apart: a user type (`#[derive(Differentiable)]`),
+//! which compiled callers hold as its twin, or an alias of reals, arrays or
+//! `Vec`s of them (`type Point = [f64; 2]`), which they hold as that buffer
+//! of scalars. The type's [`HeldAs`] says which; the bridge of a function on
+//! the tape takes either form through [`HeldValue`] and [`HeldSink`].
+
+use core::borrow::Borrow;
+
+use super::params::SliceSink;
+use super::structs::{
+    read_twin_adjoint, seed_recorded_and_sweep, twin_of_recorded, twin_on_tape, twin_zeros_like,
+    Owned, TwinOf, TwinSink,
+};
+use crate::differentiable::{Differentiable, DualOf};
+use crate::real::Real;
+use crate::scalar::Scalar;
+use crate::tape::Tape;
+use crate::wrapper::GradReader;
+
+/// How compiled callers hold a value of the type: [`AsTwin`] or
+/// [`AsBuffer`].
+pub trait HeldAs {
+    /// [`AsTwin`] or [`AsBuffer`].
+    type Form;
+}
+
+/// Held as the twin of a user type (`#[derive(Differentiable)]` says so).
+pub struct AsTwin;
+/// Held as the buffer of scalars it is (reals, arrays and `Vec`s of them).
+pub struct AsBuffer;
+
+macro_rules! held_as_buffer {
+    ($($p:ty)*) => {$(
+        impl HeldAs for $p {
+            type Form = AsBuffer;
+        }
+    )*};
+}
+held_as_buffer!(f64 f32);
+
+impl<E: HeldAs, const N: usize> HeldAs for [E; N] {
+    type Form = E::Form;
+}
+
+impl<E: HeldAs> HeldAs for Vec<E> {
+    type Form = E::Form;
+}
+
+impl<E> HeldAs for Option<E> {
+    type Form = AsTwin;
+}
+
+impl<T, E> HeldAs for Result<T, E> {
+    type Form = AsTwin;
+}
+
+macro_rules! held_as_twin_tuples {
+    ($(($($t:ident),+))*) => {$(
+        impl<$($t),+> HeldAs for ($($t,)+) {
+            type Form = AsTwin;
+        }
+    )*};
+}
+held_as_twin_tuples! {
+    (A)
+    (A, B)
+    (A, B, C)
+    (A, B, C, D)
+    (A, B, C, D, E)
+    (A, B, C, D, E, F)
+    (A, B, C, D, E, F, G)
+    (A, B, C, D, E, F, G, H)
+}
+
+/// An argument for a parameter of type `V` of a function on the tape, as a
+/// compiled caller holds it.
+#[diagnostic::on_unimplemented(
+    message = "this argument does not match the parameter of the called function",
+    label = "the called function takes a `{V}` here",
+    note = "a parameter's type is read as written: a user type needs `#[derive(Differentiable)]`, and an alias stands for the reals, arrays or `Vec`s it names"
+)]
+pub trait HeldValue<V: Differentiable<S::Prim>, S: Scalar> {
+    /// The value on `tape`: its reals fresh inputs (`inputs`) or constants.
+    fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
+    where
+        S: 't;
+}
+
+/// [`HeldValue`] for the form `F` of `V`.
+pub trait HeldValueAs<V: Differentiable<S::Prim>, S: Scalar, F> {
+    /// See [`HeldValue::dual`].
+    fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
+    where
+        S: 't;
+}
+
+#[diagnostic::do_not_recommend]
+impl<V, S, B> HeldValue<V, S> for B
+where
+    V: Differentiable<S::Prim> + HeldAs,
+    S: Scalar,
+    B: HeldValueAs<V, S, V::Form>,
+{
+    #[inline]
+    fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
+    where
+        S: 't,
+    {
+        HeldValueAs::<V, S, V::Form>::dual(self, tape, inputs)
+    }
+}
+
+impl<V, S, B> HeldValueAs<V, S, AsTwin> for B
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    B: Borrow<TwinOf<V, S>>,
+{
+    #[inline]
+    fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
+    where
+        S: 't,
+    {
+        twin_on_tape::<S, V>(tape, self.borrow(), inputs)
+    }
+}
+
+/// A differentiated buffer, borrowed: its scalars.
+impl<V, S, X> HeldValueAs<V, S, AsBuffer> for &X
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    X: Borrow<V::Twin<S>> + ?Sized,
+{
+    #[inline]
+    fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
+    where
+        S: 't,
+    {
+        V::map_twin((**self).borrow(), &mut |&value: &S| {
+            if inputs {
+                Real::input(tape, value)
+            } else {
+                Real::constant(value)
+            }
+        })
+    }
+}
+
+/// A constant, as the parameter's marker made it: a twin of constants.
+impl<V, S, T> HeldValueAs<V, S, AsBuffer> for Owned<T>
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    T: Borrow<TwinOf<V, S>>,
+{
+    #[inline]
+    fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
+    where
+        S: 't,
+    {
+        twin_on_tape::<S, V>(tape, self.0.borrow(), inputs)
+    }
+}
+
+/// Where the adjoint of a parameter of type `V` held as `B` goes: the
+/// caller's twin of adjoints, or its buffer.
+#[diagnostic::on_unimplemented(
+    message = "this argument does not match the parameter of the called function",
+    label = "the called function takes a `{V}` here"
+)]
+pub trait HeldSink<V: Differentiable<S::Prim>, S: Scalar, B> {
+    /// Reads the adjoints of the inputs `held`'s dual made (in leaf order)
+    /// and adds them in.
+    fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>);
+}
+
+/// [`HeldSink`] for the form `F` of `V`.
+pub trait HeldSinkAs<V: Differentiable<S::Prim>, S: Scalar, B, F> {
+    /// See [`HeldSink::read`].
+    fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>);
+}
+
+#[diagnostic::do_not_recommend]
+impl<V, S, B, K> HeldSink<V, S, B> for K
+where
+    V: Differentiable<S::Prim> + HeldAs,
+    S: Scalar,
+    K: HeldSinkAs<V, S, B, V::Form>,
+{
+    #[inline]
+    fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
+        HeldSinkAs::<V, S, B, V::Form>::read(self, held, reader)
+    }
+}
+
+impl<V, S, B, K> HeldSinkAs<V, S, B, AsTwin> for K
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    B: Borrow<TwinOf<V, S>>,
+    K: TwinSink<TwinOf<V, S>>,
+{
+    #[inline]
+    fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
+        read_twin_adjoint::<S, V>(held.borrow(), reader, self);
+    }
+}
+
+impl<V, S, B, K> HeldSinkAs<V, S, B, AsBuffer> for K
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    B: HeldValueAs<V, S, AsBuffer> + HeldLeaves<V, S>,
+    K: SliceSink<S>,
+{
+    #[inline]
+    fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
+        for k in 0..held.leaf_count() {
+            *self.at(k) += reader.scalar();
+        }
+    }
+}
+
+/// The number of reals of a value held as a buffer.
+pub trait HeldLeaves<V: Differentiable<S::Prim>, S: Scalar> {
+    /// How many reals.
+    fn leaf_count(&self) -> usize;
+}
+
+impl<V, S, X> HeldLeaves<V, S> for &X
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    X: Borrow<V::Twin<S>> + ?Sized,
+{
+    fn leaf_count(&self) -> usize {
+        let mut leaves = Vec::new();
+        V::flatten_twin((**self).borrow(), &mut leaves);
+        leaves.len()
+    }
+}
+
+impl<V, S, T> HeldLeaves<V, S> for Owned<T>
+where
+    V: Differentiable<S::Prim>,
+    S: Scalar,
+    T: Borrow<TwinOf<V, S>>,
+{
+    fn leaf_count(&self) -> usize {
+        let mut leaves = Vec::new();
+        V::flatten_twin(self.0.borrow(), &mut leaves);
+        leaves.len()
+    }
+}
+
+/// A result of a type named without type arguments, as compiled callers
+/// hold it (see [`HeldAs`]): a user type's twin, or an alias's buffer.
+pub trait HeldResult<S: Scalar>: Differentiable<S::Prim> {
+    /// What callers hold.
+    type Held;
+    /// The values of the recorded result.
+    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, Self>) -> Self::Held;
+    /// Seeds the recorded result with `out` (shaped like it) and sweeps.
+    fn seed_held_and_sweep<'t>(
+        tape: &'t Tape<S>,
+        dual: &DualOf<'t, S, S::Prim, Self>,
+        out: &Self::Held,
+        adjoints: &mut Vec<S>,
+    ) where
+        S: 't;
+    /// A value shaped like `like` with every real 0.
+    fn held_zeros_like(like: &Self::Held) -> Self::Held;
+}
+
+/// [`HeldResult`] for the form `Self` of `V`.
+pub trait ResultAs<V: Differentiable<S::Prim>, S: Scalar> {
+    /// See [`HeldResult::Held`].
+    type Held;
+    /// See [`HeldResult::held_of_recorded`].
+    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> Self::Held;
+    /// See [`HeldResult::seed_held_and_sweep`].
+    fn seed_held_and_sweep<'t>(
+        tape: &'t Tape<S>,
+        dual: &DualOf<'t, S, S::Prim, V>,
+        out: &Self::Held,
+        adjoints: &mut Vec<S>,
+    ) where
+        S: 't;
+    /// See [`HeldResult::held_zeros_like`].
+    fn held_zeros_like(like: &Self::Held) -> Self::Held;
+}
+
+impl<V, S> HeldResult<S> for V
+where
+    V: Differentiable<S::Prim> + HeldAs,
+    S: Scalar,
+    V::Form: ResultAs<V, S>,
+{
+    type Held = <V::Form as ResultAs<V, S>>::Held;
+    #[inline]
+    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> Self::Held {
+        <V::Form as ResultAs<V, S>>::held_of_recorded(dual)
+    }
+    #[inline]
+    fn seed_held_and_sweep<'t>(
+        tape: &'t Tape<S>,
+        dual: &DualOf<'t, S, S::Prim, V>,
+        out: &Self::Held,
+        adjoints: &mut Vec<S>,
+    ) where
+        S: 't,
+    {
+        <V::Form as ResultAs<V, S>>::seed_held_and_sweep(tape, dual, out, adjoints)
+    }
+    #[inline]
+    fn held_zeros_like(like: &Self::Held) -> Self::Held {
+        <V::Form as ResultAs<V, S>>::held_zeros_like(like)
+    }
+}
+
+impl<V: Differentiable<S::Prim>, S: Scalar> ResultAs<V, S> for AsTwin {
+    type Held = TwinOf<V, S>;
+    #[inline]
+    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> TwinOf<V, S> {
+        twin_of_recorded::<S, V>(dual)
+    }
+    #[inline]
+    fn seed_held_and_sweep<'t>(
+        tape: &'t Tape<S>,
+        dual: &DualOf<'t, S, S::Prim, V>,
+        out: &TwinOf<V, S>,
+        adjoints: &mut Vec<S>,
+    ) where
+        S: 't,
+    {
+        seed_recorded_and_sweep::<S, V>(tape, dual, out, adjoints)
+    }
+    #[inline]
+    fn held_zeros_like(like: &TwinOf<V, S>) -> TwinOf<V, S> {
+        twin_zeros_like::<S, V>(like)
+    }
+}
+
+impl<V: Differentiable<S::Prim>, S: Scalar> ResultAs<V, S> for AsBuffer {
+    type Held = V::Twin<S>;
+    #[inline]
+    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> V::Twin<S> {
+        V::value(dual)
+    }
+    #[inline]
+    fn seed_held_and_sweep<'t>(
+        tape: &'t Tape<S>,
+        dual: &DualOf<'t, S, S::Prim, V>,
+        out: &V::Twin<S>,
+        adjoints: &mut Vec<S>,
+    ) where
+        S: 't,
+    {
+        super::opaque::seed_opaque_and_sweep::<S, V>(tape, dual, out, adjoints)
+    }
+    #[inline]
+    fn held_zeros_like(like: &V::Twin<S>) -> V::Twin<S> {
+        V::map_twin(like, &mut |_: &S| S::zero())
+    }
+}
