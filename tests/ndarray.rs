@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use deltad::differentiate;
-use deltad::ndarray::{array, Array1, Array2, ArrayView1};
+use deltad::ndarray::{array, s, Array1, Array2, ArrayView1};
 
 fn flat<'a>(parts: impl IntoIterator<Item = &'a [f64]>) -> Vec<f64> {
     parts.into_iter().flatten().copied().collect()
@@ -215,6 +215,119 @@ fn matrix_vector_product_is_one_binding_per_row() {
 }
 
 /// Unsupported operations are compile errors at their span.
+// ----- Element-wise maps, views, slices and reshaping -------------------------
+// linfa-logistic's loss as it is written: `x.dot(w) * y`, then
+// `mapv_inplace` with a differentiated function given by name.
+
+#[differentiate]
+fn log_logistic(x: f64) -> f64 {
+    if x > 0.0 {
+        -(1.0 + (-x).exp()).ln()
+    } else {
+        x - (1.0 + x.exp()).ln()
+    }
+}
+
+#[differentiate]
+fn logistic_loss(
+    w: &Array1<f64>,
+    #[no_grad] x: &Array2<f64>,
+    #[no_grad] y: &Array1<f64>,
+    alpha: f64,
+) -> f64 {
+    let mut yz = x.dot(w) * y;
+    yz.mapv_inplace(log_logistic);
+    -yz.sum() + 0.5 * alpha * w.dot(w)
+}
+
+#[test]
+fn logistic_loss_as_linfa_writes_it() {
+    let x = array![[1.0, 2.0], [0.5, -1.0], [2.0, 0.0], [-0.3, 0.8]];
+    let y = array![1.0, -1.0, 1.0, -1.0];
+    let (w, alpha) = (array![0.5, -0.25], 0.1);
+    let g = logistic_loss::grad(&w, &x, &y, alpha);
+    // linfa's hand-written gradient: Xᵀ((σ(y ⊙ Xw) - 1) ⊙ y) + α w, and
+    // ∂/∂α = ½ w·w.
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let yz = x.dot(&w) * &y;
+    let weights = yz.mapv(|v| sigmoid(v) - 1.0) * &y;
+    let expected = x.t().dot(&weights) + alpha * &w;
+    assert_close(
+        g.w.as_slice().unwrap(),
+        expected.as_slice().unwrap(),
+        "∂/∂w",
+    );
+    assert_close(&[g.alpha], &[0.5 * w.dot(&w)], "∂/∂α");
+}
+
+#[differentiate]
+fn element_maps(w: &Array1<f64>, m: &Array2<f64>, k: f64) -> f64 {
+    let e = w.mapv(|v| (k * v).exp());
+    let f = m.clone().mapv_into(f64::sin);
+    let mut g = m.mapv(|v| v * v);
+    g.mapv_inplace(|v| v + k);
+    let view = w.view();
+    e.sum() + f.sum() * g.sum() + view.dot(&view)
+}
+
+#[test]
+fn mapv_mapv_into_mapv_inplace_and_view() {
+    let (w, m, k) = (
+        array![0.5, -0.25, 1.0],
+        array![[0.3, -1.2], [0.8, 0.1]],
+        0.7,
+    );
+    let g = element_maps::grad(&w, &m, k);
+    let point: Vec<f64> = w.iter().chain(m.iter()).copied().chain([k]).collect();
+    let f = |p: &[f64]| {
+        let w = Array1::from_vec(p[..3].to_vec());
+        let m = Array2::from_shape_vec((2, 2), p[3..7].to_vec()).unwrap();
+        element_maps(&w, &m, p[7])
+    };
+    let got: Vec<f64> = g.w.iter().chain(g.m.iter()).copied().chain([g.k]).collect();
+    check_gradient(f, &point, &got, "element maps");
+    // By hand: ∂/∂w_i = k e^{k w_i} + 2 w_i.
+    let by_hand: Vec<f64> = w.iter().map(|&v| k * (k * v).exp() + 2.0 * v).collect();
+    assert_close(g.w.as_slice().unwrap(), &by_hand, "∂/∂w");
+}
+
+#[differentiate]
+fn slices_and_shapes(w: &Array1<f64>, m: &Array2<f64>) -> f64 {
+    let head = w.slice(s![..2]);
+    let tail = w.slice(s![2..]);
+    let reversed = w.slice(s![..;-2]);
+    let row = m.slice(s![1, ..]);
+    let column = m.slice(s![.., -1isize]);
+    let block = m.slice(s![.., 1..3]);
+    let square = w.clone().into_shape_with_order((2, 2)).unwrap();
+    let flat = m.clone().into_shape_with_order(6).unwrap();
+    head.dot(&tail)
+        + reversed[0] * reversed[1]
+        + row.sum() * block.sum()
+        + column.dot(&column)
+        + square[[1, 0]] * square[[0, 1]]
+        + flat[4] * flat[5]
+}
+
+#[test]
+fn slices_and_reshaping_of_differentiated_arrays() {
+    let w = array![0.5, -0.25, 2.0, 1.5];
+    let m = array![[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]];
+    let g = slices_and_shapes::grad(&w, &m);
+    let point: Vec<f64> = w.iter().chain(m.iter()).copied().collect();
+    let f = |p: &[f64]| {
+        let w = Array1::from_vec(p[..4].to_vec());
+        let m = Array2::from_shape_vec((2, 3), p[4..].to_vec()).unwrap();
+        slices_and_shapes(&w, &m)
+    };
+    let got: Vec<f64> = g.w.iter().chain(g.m.iter()).copied().collect();
+    check_gradient(f, &point, &got, "slices");
+    // By hand for w: head·tail = w0 w2 + w1 w3; `..;-2` takes w3, w1;
+    // the square's [1, 0] and [0, 1] are w2 and w1.
+    let expected_w = [w[2], w[3] + w[3] + w[2], w[0] + w[1], w[1] + w[1]];
+    assert_close(g.w.as_slice().unwrap(), &expected_w, "∂/∂w");
+}
+
 #[test]
 fn unsupported_operations_are_compile_errors() {
     trybuild::TestCases::new().compile_fail("tests/ui_linalg/ndarray-*.rs");

@@ -51,6 +51,8 @@ pub enum ParamTy {
     Struct,
     /// `ps: &[Pt]` of the given length.
     Structs(usize),
+    /// `a: [f64; N]` of a helper, given an array written in place.
+    Array(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -222,6 +224,8 @@ pub enum Arg {
     },
     /// `&q` of a `Pt` (a parameter, a local, a loop's element).
     Struct(String),
+    /// `[e0, e1, ..]`, by value, for an array parameter.
+    Array(Vec<Expr>),
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -85,6 +85,7 @@ fn param_decl(p: &Param) -> String {
         ParamTy::Int(_) => format!("{}: usize", p.name),
         ParamTy::Struct => format!("{}: &Pt", p.name),
         ParamTy::Structs(_) => format!("{}: &[Pt]", p.name),
+        ParamTy::Array(n) => format!("{}: [f64; {n}]", p.name),
     }
 }
 
@@ -373,6 +374,10 @@ pub fn expr(e: &Expr) -> String {
                         buffer: false,
                     } => name.clone(),
                     Arg::Struct(name) => format!("&{name}"),
+                    Arg::Array(elems) => {
+                        let elems: Vec<String> = elems.iter().map(expr).collect();
+                        format!("[{}]", elems.join(", "))
+                    }
                 })
                 .collect();
             format!("{name}({})", args.join(", "))
@@ -480,6 +485,18 @@ fn run(w: &mut Writer, f: &Func) {
                     "for e in &g.{n} {{ flat.push(e.a); flat.push(e.b); }}"
                 ));
                 at += 2 * len;
+            }
+            ParamTy::Array(len) => {
+                let elems = |v: &str| {
+                    (at..at + len)
+                        .map(|i| format!("{v}[{i}]"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                args.push(format!("[{}]", elems("p")));
+                tangent.push(format!("{n}: [{}]", elems("s")));
+                flatten.push(format!("flat.extend_from_slice(&g.{n});"));
+                at += len;
             }
             ParamTy::Int(bound) => {
                 draws.push(format!("let {n}: usize = rng.below({bound});"));

@@ -211,6 +211,13 @@ impl Gen {
                 ty: ParamTy::Slice(len),
             });
         }
+        if self.rng.chance(if helper { 0.25 } else { 0.1 }) {
+            let len = self.rng.range(1, 4);
+            params.push(Param {
+                name: "arr".into(),
+                ty: ParamTy::Array(len),
+            });
+        }
         if helper && self.uses_struct && self.rng.chance(0.4) {
             params.push(Param {
                 name: "q".into(),
@@ -269,13 +276,14 @@ impl Gen {
             let (kind, bound) = match p.ty {
                 ParamTy::Real | ParamTy::NoGradReal => (Kind::Real, if helper { 2.0 } else { 1.5 }),
                 ParamTy::Slice(len) => (Kind::Slice(if helper { 0 } else { len }), 2.0),
+                ParamTy::Array(len) => (Kind::Slice(len), 2.0),
                 ParamTy::Int(n) => (Kind::Int(n), n as f64),
                 ParamTy::Struct => (Kind::Struct, 1.5),
                 ParamTy::Structs(n) => (Kind::Structs(n), 1.5),
             };
             self.declare(&p.name, kind, bound, false);
             let v = self.vars.last_mut().expect("just declared");
-            v.active = p.ty == ParamTy::Real;
+            v.active = matches!(p.ty, ParamTy::Real | ParamTy::Array(_));
             v.plain = p.ty == ParamTy::NoGradReal;
         }
     }
@@ -1227,7 +1235,13 @@ impl Gen {
     /// parameters here).
     fn call_of(&mut self, h: usize, depth: usize) -> Option<Expr> {
         let params = self.helpers[h].params.clone();
-        let seqs = self.sequences();
+        // (An array parameter, `arr`, is read like a slice but is not one:
+        // it is not passed to slice parameters.)
+        let seqs: Vec<usize> = self
+            .sequences()
+            .into_iter()
+            .filter(|&i| self.vars[i].name != "arr")
+            .collect();
         let structs = self.visible_where(|v| v.kind == Kind::Struct);
         if params.iter().any(|p| matches!(p, ParamTy::Slice(_))) && seqs.is_empty() {
             return None;
@@ -1249,6 +1263,19 @@ impl Gen {
                 ParamTy::Struct => {
                     let i = *self.rng.pick(&structs);
                     args.push(Arg::Struct(self.vars[i].name.clone()));
+                }
+                ParamTy::Array(len) => {
+                    let elems = (0..len)
+                        .map(|_| {
+                            let (e, b) = self.real(depth.max(1) - 1);
+                            if b > 3.0 {
+                                self.squash(e, b).0
+                            } else {
+                                e
+                            }
+                        })
+                        .collect();
+                    args.push(Arg::Array(elems));
                 }
                 _ => {
                     let (e, b) = self.real(depth.max(1) - 1);

@@ -388,9 +388,10 @@ fn children(e: &Expr) -> Vec<&Expr> {
         }
         Expr::Call(_, args) => args
             .iter()
-            .filter_map(|a| match a {
-                Arg::Real(e) => Some(e),
-                Arg::Slice { .. } | Arg::Struct(_) => None,
+            .flat_map(|a| match a {
+                Arg::Real(e) => vec![e],
+                Arg::Array(elems) => elems.iter().collect(),
+                Arg::Slice { .. } | Arg::Struct(_) => Vec::new(),
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],
@@ -413,9 +414,10 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         }
         Expr::Call(_, args) => args
             .iter_mut()
-            .filter_map(|a| match a {
-                Arg::Real(e) => Some(e),
-                Arg::Slice { .. } | Arg::Struct(_) => None,
+            .flat_map(|a| match a {
+                Arg::Real(e) => vec![e],
+                Arg::Array(elems) => elems.iter_mut().collect(),
+                Arg::Slice { .. } | Arg::Struct(_) => Vec::new(),
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],

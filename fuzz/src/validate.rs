@@ -32,10 +32,12 @@ pub fn valid(p: &Program) -> bool {
         return false;
     };
     if entry.name != "f"
-        || !entry
-            .params
-            .iter()
-            .any(|q| matches!(q.ty, ParamTy::Real | ParamTy::Slice(_) | ParamTy::Struct))
+        || !entry.params.iter().any(|q| {
+            matches!(
+                q.ty,
+                ParamTy::Real | ParamTy::Slice(_) | ParamTy::Struct | ParamTy::Array(_)
+            )
+        })
     {
         return false;
     }
@@ -51,7 +53,7 @@ pub fn valid(p: &Program) -> bool {
         for q in &f.params {
             let kind = match q.ty {
                 ParamTy::Real | ParamTy::NoGradReal => Kind::Real { mutable: false },
-                ParamTy::Slice(_) => Kind::Slice,
+                ParamTy::Slice(_) | ParamTy::Array(_) => Kind::Slice,
                 ParamTy::Int(_) => Kind::Int,
                 ParamTy::Struct if p.uses_struct => Kind::Struct,
                 ParamTy::Structs(n) if p.uses_struct && n > 0 => Kind::Structs,
@@ -240,6 +242,9 @@ impl Env<'_> {
                     self.is(name, |k| k == want)
                 }
                 (ParamTy::Struct, Arg::Struct(name)) => self.is(name, |k| k == Kind::Struct),
+                (ParamTy::Array(n), Arg::Array(elems)) => {
+                    elems.len() == n && elems.iter().all(|e| self.expr(e))
+                }
                 _ => false,
             })
     }

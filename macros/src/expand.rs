@@ -302,6 +302,8 @@ fn recording_pass(
     // moves them before the rewrite visits them.
     let mut body: Box<syn::Block> = function.block.clone();
     crate::tape::loops::split_sin_cos_in_checkpoints(&mut body);
+    crate::tape::function_args::wrap_function_arguments(&mut body);
+    crate::tape::slices::type_slice_indices(&mut body);
     let mut macros = MacroTable::build(&body, errors);
     let signature = signature?;
     let activity = activity::analyze(signature, &body, &macros);

@@ -203,8 +203,10 @@ pub(crate) fn macro_kind(name: &str) -> Option<MacroKind> {
         | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq" | "debug_assert_ne"
         | "dbg" | "format_args" => MacroKind::Exprs,
         "panic" | "unreachable" | "todo" | "unimplemented" => MacroKind::Diverging,
-        "matches" | "cfg" | "stringify" | "concat" | "line" | "column" | "file" | "module_path"
-        | "env" | "option_env" | "include_str" | "include_bytes" => MacroKind::Opaque,
+        "matches" | "s" | "cfg" | "stringify" | "concat" | "line" | "column" | "file"
+        | "module_path" | "env" | "option_env" | "include_str" | "include_bytes" => {
+            MacroKind::Opaque
+        }
         _ => return None,
     })
 }
@@ -253,6 +255,7 @@ pub(crate) fn is_primitive_type_name(name: &str) -> bool {
 
 /// nalgebra/ndarray methods whose result is shaped like their receiver.
 const ARRAY_SAME_SHAPE: &[&str] = &[
+    "view",
     "transpose",
     "t",
     "reversed_axes",
@@ -290,6 +293,18 @@ pub(crate) const ARRAY_METHODS: &[&str] = &[
     "ncols",
     "shape",
     "dim",
+];
+
+/// ndarray's methods of a differentiated array besides `ARRAY_METHODS`
+/// (element-wise maps, views, slices and reshaping; the runtime's ndarray
+/// twins have their forwarders).
+pub(crate) const NDARRAY_METHODS: &[&str] = &[
+    "mapv",
+    "mapv_into",
+    "mapv_inplace",
+    "view",
+    "slice",
+    "into_shape_with_order",
 ];
 
 /// True for a call building a nalgebra or ndarray value (`DVector::from_vec`,
@@ -337,6 +352,10 @@ pub(crate) fn array_method(name: &str, receiver: &Shape, args: &[Shape]) -> Opti
     }
     if ARRAY_SAME_SHAPE.contains(&name) {
         return Some(array_result(std::iter::once(receiver).chain(args)));
+    }
+    // (A vector or a matrix, by the slice or the shape: judged a matrix.)
+    if name == "slice" || name == "into_shape_with_order" {
+        return Some(Shape::elems(Shape::elems(Shape::Real)));
     }
     if ARRAY_PRODUCTS.contains(&name) {
         let vector = |shape: &Shape| *shape == Shape::elems(Shape::Real);

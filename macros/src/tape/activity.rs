@@ -1129,7 +1129,18 @@ impl Analyzer<'_> {
             None => false,
         };
         let args: Vec<&Expr> = call.args.iter().collect();
+        let array = methods::is_array_shape(receiver);
         Some(match (name.as_str(), args.as_slice()) {
+            // (Element-wise maps of a differentiated vector or matrix: the
+            // closure takes each real.)
+            ("mapv" | "mapv_into", [f]) if array && closure_at(0) => {
+                self.closure(f, Some(&[Shape::Real]));
+                methods::array_result([receiver])
+            }
+            ("mapv_inplace", [f]) if array && closure_at(0) => {
+                self.closure(f, Some(&[Shape::Real]));
+                Shape::Inactive
+            }
             ("map", [f]) if closure_at(0) => Shape::elems(self.closure(f, Some(&[elem]))),
             ("filter_map" | "flat_map" | "map_while", [f]) if closure_at(0) => {
                 Shape::elems(self.closure(f, Some(&[elem])).elem())

@@ -8,7 +8,9 @@
 //! functions).
 
 pub(crate) mod activity;
+pub(crate) mod function_args;
 pub(crate) mod fusion;
 pub(crate) mod loops;
 pub(crate) mod preaccumulate;
 pub(crate) mod rewrite;
+pub(crate) mod slices;

@@ -796,10 +796,12 @@ impl<'a> Rewriter<'a> {
         if methods::is_array_shape(&receiver)
             && !methods::is_library_method(name)
             && !methods::ARRAY_METHODS.contains(&name)
+            && !methods::NDARRAY_METHODS.contains(&name)
         {
             self.errors.at(&call.method, format!(
-                "deltad does not know a derivative for the method `{name}` of a differentiated vector or matrix: nalgebra's and ndarray's {} are supported, as are element access, `iter`, `map`, `sum` and the arithmetic operators; compute the rest element by element",
-                methods::ARRAY_METHODS.join(", ")
+                "deltad does not know a derivative for the method `{name}` of a differentiated vector or matrix: nalgebra's and ndarray's {} are supported, and ndarray's {}, as are element access, `iter`, `map`, `sum` and the arithmetic operators; compute the rest element by element",
+                methods::ARRAY_METHODS.join(", "),
+                methods::NDARRAY_METHODS.join(", ")
             ));
             return;
         }

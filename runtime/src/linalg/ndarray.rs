@@ -52,6 +52,11 @@ pub struct Array2Twin<T> {
 }
 
 impl<T> Array1Twin<T> {
+    /// The dimensions, as a list.
+    fn shape_dims(&self) -> [usize; 1] {
+        [self.data.len()]
+    }
+
     /// A twin from its elements.
     pub fn from_vec(data: Vec<T>) -> Self {
         Array1Twin { data }
@@ -92,6 +97,11 @@ impl<T> Array1Twin<T> {
 }
 
 impl<T> Array2Twin<T> {
+    /// The dimensions, as a list.
+    fn shape_dims(&self) -> [usize; 2] {
+        self.dim
+    }
+
     /// A twin from its elements in row-major order. Panics if their number is
     /// not `rows * cols`.
     pub fn from_row_major(data: Vec<T>, (rows, cols): (usize, usize)) -> Self {
@@ -408,7 +418,7 @@ where
 }
 
 macro_rules! twin_methods {
-    ($($twin:ident)*) => {$(
+    ($(($twin:ident, $dim:ty))*) => {$(
         /// The methods a differentiated function calls on a twin of dual
         /// values. Methods deltad does not know are called through hidden
         /// `__deltad_` forwarders (the macro rewrites `a.dot(&b)` to
@@ -444,10 +454,217 @@ macro_rules! twin_methods {
             {
                 dot_any(self, &other)
             }
+
+            /// `mapv`: each element mapped by `f` (the operations `f`
+            /// performs are recorded, one per element).
+            #[doc(hidden)]
+            pub fn __deltad_mapv(
+                &self,
+                _tape: &'t Tape<S>,
+                mut f: impl FnMut(Real<'t, S>) -> Real<'t, S>,
+            ) -> Self {
+                let mut mapped = self.clone();
+                for element in &mut mapped.data {
+                    *element = f(*element);
+                }
+                mapped
+            }
+
+            /// `mapv_into`: as `mapv`, reusing the twin.
+            #[doc(hidden)]
+            pub fn __deltad_mapv_into(
+                mut self,
+                _tape: &'t Tape<S>,
+                mut f: impl FnMut(Real<'t, S>) -> Real<'t, S>,
+            ) -> Self {
+                for element in &mut self.data {
+                    *element = f(*element);
+                }
+                self
+            }
+
+            /// `mapv_inplace`: each element replaced by `f` of it.
+            #[doc(hidden)]
+            pub fn __deltad_mapv_inplace(
+                &mut self,
+                _tape: &'t Tape<S>,
+                mut f: impl FnMut(Real<'t, S>) -> Real<'t, S>,
+            ) {
+                for element in &mut self.data {
+                    *element = f(*element);
+                }
+            }
+
+            /// `view`: the twin itself, borrowed (a view of a differentiated
+            /// array reads its dual values).
+            #[doc(hidden)]
+            pub fn __deltad_view(&self, _tape: &'t Tape<S>) -> &Self {
+                self
+            }
+
+            /// `slice(s![..])`: a copy of the selected elements (a view of
+            /// a differentiated array reads its dual values), shaped as the
+            /// slice says: ranges keep an axis, indices drop it, `NewAxis`
+            /// adds one of length 1.
+            #[doc(hidden)]
+            pub fn __deltad_slice<I>(
+                &self,
+                _tape: &'t Tape<S>,
+                info: I,
+            ) -> <I::OutDim as TwinOf<'t, S>>::Twin
+            where
+                I: ::ndarray::SliceArg<$dim>,
+                I::OutDim: TwinOf<'t, S>,
+            {
+                let (data, dims) = slice_elements(&self.data, &self.shape_dims(), info.as_ref());
+                let layout = match dims.as_slice() {
+                    [rows, cols] => Layout::row_major(*rows, *cols),
+                    [len] => Layout::row_major(1, *len),
+                    _ => Layout::row_major(1, data.len()),
+                };
+                <I::OutDim as TwinOf<'t, S>>::twin(data, layout)
+            }
+
+            /// `into_shape_with_order`: the elements in their logical
+            /// (row-major) order, in a vector or a matrix of the given shape;
+            /// an error if the number of elements differs.
+            #[doc(hidden)]
+            pub fn __deltad_into_shape_with_order<E: TwinShape<'t, S>>(
+                self,
+                _tape: &'t Tape<S>,
+                shape: E,
+            ) -> Result<E::Twin, ::ndarray::ShapeError> {
+                shape.reshape(self.data)
+            }
         }
     )*};
 }
-twin_methods!(Array1Twin Array2Twin);
+twin_methods!((Array1Twin, Ix1)(Array2Twin, Ix2));
+
+/// The elements `elems` select of a row-major array of dimensions `dims`,
+/// in row-major order, and the dimensions of the result (ndarray's rules:
+/// negative indices count from the end, a negative step walks the range
+/// from its end).
+fn slice_elements<T: Copy>(
+    data: &[T],
+    dims: &[usize],
+    elems: &[::ndarray::SliceInfoElem],
+) -> (Vec<T>, Vec<usize>) {
+    use ::ndarray::SliceInfoElem;
+    let absolute = |len: usize, index: isize| -> usize {
+        if index < 0 {
+            len.checked_sub(index.unsigned_abs()).unwrap_or_else(|| {
+                panic!("deltad: slice index {index} out of bounds of an axis of length {len}")
+            })
+        } else {
+            index.unsigned_abs()
+        }
+    };
+    // Per input axis, the indices it keeps.
+    let mut picks: Vec<Vec<usize>> = Vec::new();
+    let mut out_dims = Vec::new();
+    let mut axis = 0;
+    for elem in elems {
+        match *elem {
+            SliceInfoElem::NewAxis => out_dims.push(1),
+            SliceInfoElem::Index(index) => {
+                let len = dims[axis];
+                let at = absolute(len, index);
+                assert!(
+                    at < len,
+                    "deltad: slice index {index} out of bounds of an axis of length {len}"
+                );
+                picks.push(vec![at]);
+                axis += 1;
+            }
+            SliceInfoElem::Slice { start, end, step } => {
+                let len = dims[axis];
+                let start = absolute(len, start);
+                let end = absolute(len, end.unwrap_or(len as isize)).max(start);
+                assert!(
+                    end <= len,
+                    "deltad: slice end {end} past the end of an axis of length {len}"
+                );
+                assert!(step != 0, "deltad: a slice's step must not be zero");
+                let stride = step.unsigned_abs();
+                let kept: Vec<usize> = if step > 0 {
+                    (start..end).step_by(stride).collect()
+                } else {
+                    (start..end).rev().step_by(stride).collect()
+                };
+                out_dims.push(kept.len());
+                picks.push(kept);
+                axis += 1;
+            }
+        }
+    }
+    // Axes the slice does not name are kept whole.
+    while axis < dims.len() {
+        picks.push((0..dims[axis]).collect());
+        out_dims.push(dims[axis]);
+        axis += 1;
+    }
+    let mut selected = Vec::new();
+    match picks.as_slice() {
+        [rows] => selected.extend(rows.iter().map(|&i| data[i])),
+        [rows, cols] => {
+            for &i in rows {
+                selected.extend(cols.iter().map(|&j| data[i * dims[1] + j]));
+            }
+        }
+        _ => {}
+    }
+    (selected, out_dims)
+}
+
+/// A shape `into_shape_with_order` takes (`n`, `(n,)` or `(rows, cols)`)
+/// and the twin of that shape.
+#[doc(hidden)]
+pub trait TwinShape<'t, S: Scalar> {
+    type Twin;
+    fn reshape(self, data: Vec<Real<'t, S>>) -> Result<Self::Twin, ::ndarray::ShapeError>;
+}
+
+fn incompatible_shape() -> ::ndarray::ShapeError {
+    ::ndarray::ShapeError::from_kind(::ndarray::ErrorKind::IncompatibleShape)
+}
+
+impl<'t, S: Scalar + 't> TwinShape<'t, S> for usize {
+    type Twin = Array1Twin<Real<'t, S>>;
+    fn reshape(self, data: Vec<Real<'t, S>>) -> Result<Self::Twin, ::ndarray::ShapeError> {
+        if data.len() != self {
+            return Err(incompatible_shape());
+        }
+        Ok(Array1Twin { data })
+    }
+}
+
+impl<'t, S: Scalar + 't> TwinShape<'t, S> for (usize,) {
+    type Twin = Array1Twin<Real<'t, S>>;
+    fn reshape(self, data: Vec<Real<'t, S>>) -> Result<Self::Twin, ::ndarray::ShapeError> {
+        self.0.reshape(data)
+    }
+}
+
+impl<'t, S: Scalar + 't> TwinShape<'t, S> for (usize, usize) {
+    type Twin = Array2Twin<Real<'t, S>>;
+    fn reshape(self, data: Vec<Real<'t, S>>) -> Result<Self::Twin, ::ndarray::ShapeError> {
+        if self.0.checked_mul(self.1) != Some(data.len()) {
+            return Err(incompatible_shape());
+        }
+        Ok(Array2Twin {
+            data,
+            dim: [self.0, self.1],
+        })
+    }
+}
+
+impl<'t, S: Scalar + 't> TwinShape<'t, S> for [usize; 2] {
+    type Twin = Array2Twin<Real<'t, S>>;
+    fn reshape(self, data: Vec<Real<'t, S>>) -> Result<Self::Twin, ::ndarray::ShapeError> {
+        (self[0], self[1]).reshape(data)
+    }
+}
 
 impl<'t, S: Scalar> Array2Twin<Real<'t, S>> {
     #[doc(hidden)]
