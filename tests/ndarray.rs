@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use deltad::differentiate;
-use deltad::ndarray::{array, s, Array1, Array2, ArrayView1};
+use deltad::ndarray::{array, s, Array1, Array2, ArrayView1, NewAxis};
 
 fn flat<'a>(parts: impl IntoIterator<Item = &'a [f64]>) -> Vec<f64> {
     parts.into_iter().flatten().copied().collect()
@@ -301,7 +301,9 @@ fn slices_and_shapes(w: &Array1<f64>, m: &Array2<f64>) -> f64 {
     let block = m.slice(s![.., 1..3]);
     let square = w.clone().into_shape_with_order((2, 2)).unwrap();
     let flat = m.clone().into_shape_with_order(6).unwrap();
-    head.dot(&tail)
+    let lifted = w.slice(s![NewAxis, 1..3]);
+    lifted[[0, 0]] * lifted[[0, 1]] * 3.0
+        + head.dot(&tail)
         + reversed[0] * reversed[1]
         + row.sum() * block.sum()
         + column.dot(&column)
@@ -323,8 +325,14 @@ fn slices_and_reshaping_of_differentiated_arrays() {
     let got: Vec<f64> = g.w.iter().chain(g.m.iter()).copied().collect();
     check_gradient(f, &point, &got, "slices");
     // By hand for w: head·tail = w0 w2 + w1 w3; `..;-2` takes w3, w1;
-    // the square's [1, 0] and [0, 1] are w2 and w1.
-    let expected_w = [w[2], w[3] + w[3] + w[2], w[0] + w[1], w[1] + w[1]];
+    // the square's [1, 0] and [0, 1] are w2 and w1; `NewAxis, 1..3` holds
+    // w1, w2 in a 1×2 matrix.
+    let expected_w = [
+        w[2],
+        w[3] + w[3] + w[2] + 3.0 * w[2],
+        w[0] + w[1] + 3.0 * w[1],
+        w[1] + w[1],
+    ];
     assert_close(g.w.as_slice().unwrap(), &expected_w, "∂/∂w");
 }
 
