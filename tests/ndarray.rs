@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use deltad::differentiate;
-use deltad::ndarray::{array, s, Array1, Array2, ArrayView1, NewAxis};
+use deltad::ndarray::{array, s, Array1, Array2, ArrayView1, ArrayView2, NewAxis};
 
 fn flat<'a>(parts: impl IntoIterator<Item = &'a [f64]>) -> Vec<f64> {
     parts.into_iter().flatten().copied().collect()
@@ -334,6 +334,50 @@ fn slices_and_reshaping_of_differentiated_arrays() {
         w[1] + w[1],
     ];
     assert_close(g.w.as_slice().unwrap(), &expected_w, "∂/∂w");
+}
+
+// Differentiated view parameters: the gradient field is the owned array.
+#[differentiate]
+fn viewed<'a>(w: ArrayView1<'a, f64>, m: ArrayView2<'a, f64>, k: f64) -> f64 {
+    let v = m.dot(&w);
+    v.dot(&v) * k + w.sum()
+}
+
+#[differentiate]
+fn passes_views(w: &Array1<f64>, #[no_grad] m: &Array2<f64>) -> f64 {
+    viewed(w.view(), m.view(), 2.0)
+}
+
+#[test]
+fn differentiated_view_parameters() {
+    let w = array![0.5, -0.25];
+    let m = array![[1.0, 2.0], [0.5, -1.0], [2.0, 0.0]];
+    let k = 1.5;
+    let g = viewed::grad(w.view(), m.view(), k);
+    // v = M w: ∂/∂w = 2k Mᵀv + 1, ∂/∂M = 2k v wᵀ, ∂/∂k = v·v.
+    let v = m.dot(&w);
+    let expected_w = 2.0 * k * m.t().dot(&v) + 1.0;
+    assert_close(
+        g.w.as_slice().unwrap(),
+        expected_w.as_slice().unwrap(),
+        "∂/∂w",
+    );
+    let expected_m = Array2::from_shape_fn((3, 2), |(i, j)| 2.0 * k * v[i] * w[j]);
+    assert_close(
+        g.m.as_slice().unwrap(),
+        expected_m.as_slice().unwrap(),
+        "∂/∂M",
+    );
+    assert_close(&[g.k], &[v.dot(&v)], "∂/∂k");
+    viewed::check_derivatives(w.view(), m.view(), k).assert_within(1e-6);
+    // Through a caller passing views of its own arrays.
+    let g = passes_views::grad(&w, &m);
+    let expected = 4.0 * m.t().dot(&v) + 1.0;
+    assert_close(
+        g.w.as_slice().unwrap(),
+        expected.as_slice().unwrap(),
+        "caller",
+    );
 }
 
 #[test]

@@ -99,6 +99,10 @@ pub(crate) enum Passing {
     Ref,
     /// `&[E]` (the value type is `Vec<E>`).
     Slice { elem: Box<Type> },
+    /// An ndarray view, `ArrayView1<'_, f64>` / `ArrayView2<'_, f64>` (the
+    /// value type is the owned array): received like `&T`, its value read
+    /// with `to_owned()`, and a value of `T` given as one with `view()`.
+    View,
 }
 
 impl ParamKind {
@@ -500,6 +504,10 @@ fn classify(ty: &Type) -> Result<ParamKind, String> {
                 }
             }
         }
+        _ if crate::types::owned_of_view(ty).is_some() => Ok(ParamKind::Structured {
+            value: crate::types::owned_of_view(ty).unwrap_or_else(|| ty.clone()),
+            passing: Passing::View,
+        }),
         _ => {
             crate::types::check_differentiable(ty)?;
             Ok(ParamKind::Structured {

@@ -198,6 +198,37 @@ pub(crate) fn user_elements(kind: &crate::signature::ParamKind) -> Option<&Type>
     is_user_type(elem).then_some(elem)
 }
 
+/// For ndarray's `ArrayView1<'_, E>` and `ArrayView2<'_, E>`: the owned
+/// array (`Array1<E>`, `Array2<E>`), the value a differentiated view stands
+/// for.
+pub(crate) fn owned_of_view(ty: &Type) -> Option<Type> {
+    let Type::Path(TypePath { qself: None, path }) = ty else {
+        return None;
+    };
+    let last = path.segments.last()?;
+    let owned = match last.ident.to_string().as_str() {
+        "ArrayView1" => "Array1",
+        "ArrayView2" => "Array2",
+        _ => return None,
+    };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let elem = args.args.iter().find_map(|arg| match arg {
+        GenericArgument::Type(elem) => Some(elem),
+        _ => None,
+    })?;
+    crate::signature::float_name(elem)?;
+    let mut owned_path = path.clone();
+    let segment = owned_path.segments.last_mut()?;
+    segment.ident = syn::Ident::new(owned, segment.ident.span());
+    segment.arguments = PathArguments::AngleBracketed(syn::parse_quote!(<#elem>));
+    Some(Type::Path(TypePath {
+        qself: None,
+        path: owned_path,
+    }))
+}
+
 /// True for the names of ndarray's and nalgebra's views (borrowed arrays).
 fn is_view_type_name(name: &str) -> bool {
     const NALGEBRA: &[&str] = &[
@@ -268,7 +299,7 @@ pub(crate) fn check_differentiable(ty: &Type) -> Result<(), String> {
             let name = last.ident.to_string();
             if is_view_type_name(&name) {
                 return Err(format!(
-                    "deltad cannot differentiate a view (`{}`): its derivative would need storage of its own; take the owned type by reference (`&Array1<f64>`, `&DVector<f64>`), or mark the parameter #[no_grad] if it only holds constant data",
+                    "deltad cannot differentiate a view (`{}`) here: its derivative would need storage of its own; take the owned type by reference (`&Array1<f64>`, `&DVector<f64>`), or ndarray's `ArrayView1`/`ArrayView2` of `f64` or `f32` by value, or mark the parameter #[no_grad] if it only holds constant data",
                     written()
                 ));
             }

@@ -12,7 +12,7 @@ fn build(x: f64, y: f64) -> f64 {
 }
 
 #[differentiate]
-fn view<'a>(a: ArrayView1<'a, f64>) -> f64 {
+fn view<'a>(a: &ArrayView1<'a, f64>) -> f64 {
     a.sum()
 }
 

@@ -259,6 +259,7 @@ impl Generator<'_> {
                             match passing {
                                 Passing::Value => constant(value, quote!(&#name)),
                                 Passing::Ref => constant(value, quote!(#name)),
+                                Passing::View => constant(value, quote!(&#name.to_owned())),
                                 Passing::Slice { elem } => {
                                     let each = constant(elem, quote!(__deltad_e));
                                     quote!(#name.iter().map(|__deltad_e| #each).collect::<::std::vec::Vec<_>>())

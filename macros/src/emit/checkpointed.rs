@@ -131,7 +131,7 @@ impl Generator<'_> {
                     let d = diff(value);
                     let twin = match passing {
                         Passing::Value => quote!(&#name),
-                        Passing::Ref => quote!(#name),
+                        Passing::Ref | Passing::View => quote!(#name),
                         Passing::Slice { .. } => {
                             let owned = self.names.local(&format!("owned_{}", param.name));
                             quote!(&#owned)

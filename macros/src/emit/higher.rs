@@ -203,6 +203,7 @@ impl Generator<'_> {
                     match passing {
                         Passing::Value => quote!(::deltad::__private::flatten_value::<#prim, #value>(&#name).len()),
                         Passing::Ref => quote!(::deltad::__private::flatten_value::<#prim, #value>(&*#name).len()),
+                        Passing::View => quote!(::deltad::__private::flatten_value::<#prim, #value>(&#name.to_owned()).len()),
                         Passing::Slice { elem } => quote! {
                             #name.iter().map(|e| ::deltad::__private::flatten_value::<#prim, #elem>(e).len()).sum::<usize>()
                         },

@@ -208,6 +208,7 @@ impl Generator<'_> {
                         }
                         (_, Passing::Value) => quote!(&#name),
                         (_, Passing::Ref) => quote!(&*#name),
+                        (_, Passing::View) => quote!(&#name.to_owned()),
                     };
                     prepare.push(
                         quote!(let mut #input = #d::map_twin(#twin, &mut |#v: &#outer| #one);),

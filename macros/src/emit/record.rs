@@ -200,7 +200,7 @@ impl Generator<'_> {
         let ty = dual(&value);
         let statements = match &passing {
             Passing::Value => quote!(let #pat: #ty = #converted;),
-            Passing::Ref => quote! {
+            Passing::Ref | Passing::View => quote! {
                 let #owned: #ty = #converted;
                 let #pat: &#ty = &#owned;
             },
@@ -320,7 +320,7 @@ impl Generator<'_> {
                     let d = diff(ty);
                     let twin = match passing {
                         Passing::Value => quote!(&#name),
-                        Passing::Ref => quote!(#name),
+                        Passing::Ref | Passing::View => quote!(#name),
                         Passing::Slice { .. } => {
                             let owned = self.names.local(&format!("owned_{}", param.name));
                             quote!(&#owned)
@@ -329,6 +329,7 @@ impl Generator<'_> {
                     let arg = match passing {
                         Passing::Value => quote!(::core::clone::Clone::clone(&#value)),
                         Passing::Ref => quote!(&#value),
+                        Passing::View => quote!(#value.view()),
                         Passing::Slice { .. } => quote!(&#value[..]),
                     };
                     (quote!(#d::from_twin(#d::primal(#twin))), arg)
@@ -356,7 +357,7 @@ impl Generator<'_> {
                 ParamKind::Structured { value: ty, passing } => {
                     let twin = match passing {
                         Passing::Value => quote!(&#name),
-                        Passing::Ref => quote!(#name),
+                        Passing::Ref | Passing::View => quote!(#name),
                         Passing::Slice { .. } => {
                             let owned = self.names.local(&format!("owned_{}", param.name));
                             quote!(&#owned)

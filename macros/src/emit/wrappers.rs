@@ -422,6 +422,10 @@ impl Generator<'_> {
                 make(value, quote!(&*#name)),
                 quote!(<#value as #diff>::gather(&*#name, &mut #reader)),
             ),
+            Passing::View => (
+                make(value, quote!(&#name.to_owned())),
+                quote!(<#value as #diff>::gather(&#name.to_owned(), &mut #reader)),
+            ),
         };
         inputs.prepare.push(quote!(let mut #input = #made;));
         inputs
@@ -796,6 +800,10 @@ impl Generator<'_> {
                                     ..
                                 } => quote!(&#with),
                                 ParamKind::Structured {
+                                    passing: Passing::View,
+                                    ..
+                                } => quote!(#with.view()),
+                                ParamKind::Structured {
                                     passing: Passing::Slice { .. },
                                     ..
                                 } => {
@@ -837,6 +845,7 @@ impl Generator<'_> {
                     match passing {
                         Passing::Value => quote!(#d::from_twin(#d::to_twin(&#name))),
                         Passing::Ref => quote!(#d::from_twin(#d::to_twin(#name))),
+                        Passing::View => quote!(#name.to_owned()),
                         Passing::Slice { elem } => {
                             let e = quote!(<#elem as ::deltad::__private::Differentiable<#prim>>);
                             quote!(#name.iter().map(|x| #e::from_twin(#e::to_twin(x))).collect::<::std::vec::Vec<_>>())

@@ -617,6 +617,20 @@ fn slice_elements<T: Copy>(
     (selected, out_dims)
 }
 
+/// The dimension type of an owned array (for the views' impls).
+#[doc(hidden)]
+pub trait HasDim {
+    type Dim;
+}
+
+impl<P> HasDim for Array1<P> {
+    type Dim = Ix1;
+}
+
+impl<P> HasDim for Array2<P> {
+    type Dim = Ix2;
+}
+
 /// A shape `into_shape_with_order` takes (`n`, `(n,)` or `(rows, cols)`)
 /// and the twin of that shape.
 #[doc(hidden)]
@@ -982,6 +996,14 @@ macro_rules! differentiable_array {
         impl<'t, S: Scalar<Prim = P>, P: Primitive> IntoDual<'t, S, P, $ty<P>> for $ty<P> {
             fn into_dual(self) -> $twin<Real<'t, S>> {
                 self.build(&mut Real::from_prim)
+            }
+        }
+
+        /// A view of constants, for a differentiated view parameter (which
+        /// stands for the owned array).
+        impl<'a, 't, S: Scalar<Prim = P>, P: Primitive> IntoDual<'t, S, P, $ty<P>> for ArrayBase<::ndarray::ViewRepr<&'a P>, <$ty<P> as HasDim>::Dim> {
+            fn into_dual(self) -> $twin<Real<'t, S>> {
+                self.to_owned().build(&mut Real::from_prim)
             }
         }
 
