@@ -240,6 +240,22 @@ fn logistic_loss(
     -yz.sum() + 0.5 * alpha * w.dot(w)
 }
 
+/// The same loss taking a view of the parameters, through a column matrix
+/// and back (`into_shape_with_order`).
+#[differentiate]
+fn logistic_loss_of_view<'a>(
+    w: ArrayView1<'a, f64>,
+    #[no_grad] x: &Array2<f64>,
+    #[no_grad] y: &Array1<f64>,
+    alpha: f64,
+) -> f64 {
+    let column = w.to_owned().into_shape_with_order((w.len(), 1)).unwrap();
+    let z = x.dot(&column).into_shape_with_order(y.len()).unwrap();
+    let mut yz = z * y;
+    yz.mapv_inplace(log_logistic);
+    -yz.sum() + 0.5 * alpha * w.dot(&w)
+}
+
 #[test]
 fn logistic_loss_as_linfa_writes_it() {
     let x = array![[1.0, 2.0], [0.5, -1.0], [2.0, 0.0], [-0.3, 0.8]];
@@ -258,6 +274,13 @@ fn logistic_loss_as_linfa_writes_it() {
         "∂/∂w",
     );
     assert_close(&[g.alpha], &[0.5 * w.dot(&w)], "∂/∂α");
+    let g = logistic_loss_of_view::grad(w.view(), &x, &y, alpha);
+    assert_close(
+        g.w.as_slice().unwrap(),
+        expected.as_slice().unwrap(),
+        "view: ∂/∂w",
+    );
+    assert_close(&[g.alpha], &[0.5 * w.dot(&w)], "view: ∂/∂α");
 }
 
 #[differentiate]
