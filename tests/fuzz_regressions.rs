@@ -1134,3 +1134,46 @@ mod constant_call_of_a_user_type_in_the_adjoint {
         assert!((g.x2 - dx2).abs() < 1e-12, "{} {dx2}", g.x2);
     }
 }
+
+/// Fuzz seed 43 p493 (seed 2272732358393725231): the result of a call of a
+/// user type that the rest of the body only borrows (`h0(s, &r, ..)`, no
+/// field read) was taken for a buffer by the compiled path, whose passes
+/// then measured and indexed it (a compile error). A value only borrowed
+/// after its `let` could be either, so the function takes the tape; its
+/// derivative is checked against the engine-independent closed form.
+mod result_of_a_user_type_only_borrowed {
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate]
+    pub fn h0(q: &Pt, x0: f64) -> Pt {
+        Pt {
+            a: q.a * x0,
+            b: q.b + x0 * x0,
+        }
+    }
+
+    #[differentiate]
+    pub fn f(x0: f64, pt: &Pt) -> f64 {
+        let r = h0(pt, x0.sin());
+        h0(&r, x0).a + h0(&r, 2.0).b
+    }
+
+    #[test]
+    fn the_borrowed_result_is_differentiated() {
+        let (x0, pt) = (0.7, Pt { a: 1.5, b: -0.5 });
+        let (value, g) = f::value_and_grad(x0, &pt);
+        // r = (a sin x, b + sin² x); f = r.a x + r.b + 4 = a x sin x + b + sin² x + 4.
+        let s = x0.sin();
+        assert!((value - (pt.a * x0 * s + pt.b + s * s + 4.0)).abs() < 1e-12);
+        let dx = pt.a * (s + x0 * x0.cos()) + 2.0 * s * x0.cos();
+        assert!((g.x0 - dx).abs() < 1e-12, "{} {dx}", g.x0);
+        assert!((g.pt.a - x0 * s).abs() < 1e-12);
+        assert!((g.pt.b - 1.0).abs() < 1e-12);
+    }
+}

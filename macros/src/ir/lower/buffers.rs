@@ -94,14 +94,30 @@ impl Lowerer {
     /// is a buffer: a buffer value by its form, or (for calls and control
     /// flow, whose result types the macro cannot see) by how `rest` uses
     /// `name`.
+    ///
+    /// A value the rest only borrows (`g(&name)`) could be a buffer or a
+    /// value of a user type: the compiled path cannot tell which, so such a
+    /// function takes the tape.
     pub(super) fn is_buffer_value(
         &self,
         name: &syn::Ident,
         init: &SynExpr,
         rest: &[syn::Stmt],
-    ) -> bool {
+    ) -> Lowered<bool> {
+        let by_uses = || {
+            match self.used_as_buffer(name, rest) {
+            Uses::Buffer => Ok(true),
+            Uses::None => Ok(false),
+            Uses::Borrowed => Err(Unsupported::new(
+                name.span(),
+                format!(
+                    "`{name}` is only borrowed after this `let`, so the compiled path cannot tell whether the value is a buffer or a value of a user type"
+                ),
+            )),
+        }
+        };
         match strip(init) {
-            SynExpr::Path(_) => self.buffer_var(init).is_some(),
+            SynExpr::Path(_) => Ok(self.buffer_var(init).is_some()),
             SynExpr::MethodCall(call)
                 if call.args.is_empty()
                     && matches!(
@@ -109,13 +125,17 @@ impl Lowerer {
                         "clone" | "to_vec" | "to_owned"
                     ) =>
             {
-                self.buffer_var(&call.receiver).is_some()
+                Ok(self.buffer_var(&call.receiver).is_some())
             }
-            SynExpr::Call(_) => self.used_as_buffer(name, rest),
+            SynExpr::Call(_) => by_uses(),
             other if super::stmts::is_control_flow(other) => {
-                self.yields_buffer(other) || self.used_as_buffer(name, rest)
+                if self.yields_buffer(other) {
+                    Ok(true)
+                } else {
+                    by_uses()
+                }
             }
-            _ => false,
+            _ => Ok(false),
         }
     }
 
@@ -153,12 +173,13 @@ impl Lowerer {
         }
     }
 
-    /// True if `rest` uses `name` as a buffer before binding it again.
-    fn used_as_buffer(&self, name: &syn::Ident, rest: &[syn::Stmt]) -> bool {
+    /// How `rest` uses `name` before binding it again.
+    fn used_as_buffer(&self, name: &syn::Ident, rest: &[syn::Stmt]) -> Uses {
         let mut uses = BufferUses {
             name: syn::ext::IdentExt::unraw(name).to_string(),
             lowerer: self,
             found: false,
+            borrowed: false,
         };
         for stmt in rest {
             if let syn::Stmt::Local(local) = stmt {
@@ -179,8 +200,25 @@ impl Lowerer {
                 }
             }
         }
-        uses.found
+        if uses.found {
+            Uses::Buffer
+        } else if uses.borrowed {
+            Uses::Borrowed
+        } else {
+            Uses::None
+        }
     }
+}
+
+/// How the statements after a `let` use its name.
+enum Uses {
+    /// As a buffer: indexed, measured, iterated, assigned to a buffer,
+    /// returned as the buffer result.
+    Buffer,
+    /// Only borrowed (`&name`), which a buffer and a value of a user type
+    /// both can be.
+    Borrowed,
+    None,
 }
 
 /// True if the pattern binds `name`.
@@ -206,6 +244,7 @@ struct BufferUses<'a> {
     name: String,
     lowerer: &'a Lowerer,
     found: bool,
+    borrowed: bool,
 }
 
 impl<'ast> Visit<'ast> for BufferUses<'_> {
@@ -222,7 +261,7 @@ impl<'ast> Visit<'ast> for BufferUses<'_> {
                 self.found = true
             }
             SynExpr::Reference(reference) if names(&reference.expr, &self.name) => {
-                self.found = true
+                self.borrowed = true
             }
             SynExpr::Assign(assign)
                 if names(&assign.right, &self.name)

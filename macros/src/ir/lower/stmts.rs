@@ -117,7 +117,7 @@ impl Lowerer {
                         return self.let_borrowed(&ident.ident, target, out);
                     }
                 }
-                if self.is_buffer_value(&ident.ident, init, rest) {
+                if self.is_buffer_value(&ident.ident, init, rest)? {
                     return self.let_buffer(&ident.ident, mutable, annotation, init, out);
                 }
                 self.let_ident(&ident.ident, mutable, annotation, init, out)
@@ -237,7 +237,7 @@ impl Lowerer {
             return Err(not_a_call());
         };
         lowered.checkpoint = true;
-        let buffer = self.is_buffer_value(&ident.ident, &init.expr, rest);
+        let buffer = self.is_buffer_value(&ident.ident, &init.expr, rest)?;
         let variable = Local {
             mutable: ident.mutability.is_some(),
             kind: if buffer {
