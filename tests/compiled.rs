@@ -1573,6 +1573,15 @@ fn weighted_vec(v: Vec<f64>, #[no_grad] w: Vec<f64>) -> f64 {
     s
 }
 
+#[differentiate]
+fn dot_vecs(v: Vec<f64>, u: Vec<f64>) -> f64 {
+    let mut s = 0.0;
+    for i in 0..v.len() {
+        s += v[i] * u[i];
+    }
+    s
+}
+
 both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -> f64 {
     let w = [1.0, 2.0, 3.0];
     let e = [1.0, 0.0, 0.0];
@@ -1584,6 +1593,8 @@ both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -
     let r = cross3([t; 3], a);
     let ws = vec![1.0, 2.0];
     let vs = vec![t, a[0]];
+    let cs = vec![3.0, -1.0];
+    let us = vec![a[1], t];
     weighted3(a, [1.0, 2.0, 3.0]) * t
         + weighted3(a, w)
         + weighted3(a, [k, 1.0, 1.0])
@@ -1591,6 +1602,7 @@ both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -
         + g[0] * h[1]
         + r[2]
         + weighted_vec(vs, ws)
+        + dot_vecs(cs, us)
 });
 
 #[test]

@@ -291,11 +291,14 @@ impl Generator<'_> {
             ),
             // (A user type's twin, or the buffer an alias names: see the
             // runtime's `HeldResult`.)
-            None if struct_output.is_some() => (
-                quote!(<#struct_output as ::deltad::__private::HeldResult<#s>>::Held),
-                quote!(<#struct_output as ::deltad::__private::HeldResult<#s>>::Held),
-                quote!(<#struct_output as ::deltad::__private::HeldResult<#s>>::seed_held_and_sweep(#tape, &__deltad_output, &#out, #adjoints);),
-            ),
+            None if struct_output.is_some() => {
+                let held = quote!(<<#struct_output as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#struct_output, #s>>);
+                (
+                    quote!(#held::Held),
+                    quote!(#held::Held),
+                    quote!(#held::seed_held_and_sweep(#tape, &__deltad_output, &#out, #adjoints);),
+                )
+            }
             None => (
                 quote!(#s),
                 quote!(#s),
@@ -318,7 +321,7 @@ impl Generator<'_> {
                 ::deltad::__private::opaque_values::<#s, #opaque_output>(&#record(#tape, #(#constants),*))
             },
             None if struct_output.is_some() => quote! {
-                <#struct_output as ::deltad::__private::HeldResult<#s>>::held_of_recorded(&#record(#tape, #(#constants),*))
+                <<#struct_output as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#struct_output, #s>>::held_of_recorded(&#record(#tape, #(#constants),*))
             },
             None => quote!(#record(#tape, #(#constants),*).value()),
             Some(_) => quote! {

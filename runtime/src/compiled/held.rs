@@ -7,13 +7,13 @@
 
 use core::borrow::Borrow;
 
+use super::opaque::{buffer_dual, buffer_leaf_count, read_buffer_adjoint};
 use super::params::SliceSink;
 use super::structs::{
     read_twin_adjoint, seed_recorded_and_sweep, twin_of_recorded, twin_on_tape, twin_zeros_like,
     Owned, TwinOf, TwinSink,
 };
 use crate::differentiable::{Differentiable, DualOf};
-use crate::real::Real;
 use crate::scalar::Scalar;
 use crate::tape::Tape;
 use crate::wrapper::GradReader;
@@ -87,7 +87,10 @@ pub trait HeldValue<V: Differentiable<S::Prim>, S: Scalar> {
         S: 't;
 }
 
-/// [`HeldValue`] for the form `F` of `V`.
+/// [`HeldValue`] for the form `F` of `V`. (The bridges name `HeldValue`,
+/// whose blanket impl picks the form: a bound on the bridge's own type
+/// parameter, so that a type without [`HeldAs`] is an error only where a
+/// compiled caller passes one, not in the function's definition.)
 pub trait HeldValueAs<V: Differentiable<S::Prim>, S: Scalar, F> {
     /// See [`HeldValue::dual`].
     fn dual<'t>(&self, tape: &'t Tape<S>, inputs: bool) -> DualOf<'t, S, S::Prim, V>
@@ -138,13 +141,7 @@ where
     where
         S: 't,
     {
-        V::map_twin((**self).borrow(), &mut |&value: &S| {
-            if inputs {
-                Real::input(tape, value)
-            } else {
-                Real::constant(value)
-            }
-        })
+        buffer_dual::<V, S>((**self).borrow(), tape, inputs)
     }
 }
 
@@ -217,9 +214,7 @@ where
 {
     #[inline]
     fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
-        for k in 0..held.leaf_count() {
-            *self.at(k) += reader.scalar();
-        }
+        read_buffer_adjoint(held.leaf_count(), reader, self);
     }
 }
 
@@ -236,9 +231,7 @@ where
     X: Borrow<V::Twin<S>> + ?Sized,
 {
     fn leaf_count(&self) -> usize {
-        let mut leaves = Vec::new();
-        V::flatten_twin((**self).borrow(), &mut leaves);
-        leaves.len()
+        buffer_leaf_count::<V, S>((**self).borrow())
     }
 }
 
@@ -255,17 +248,18 @@ where
     }
 }
 
-/// A result of a type named without type arguments, as compiled callers
-/// hold it (see [`HeldAs`]): a user type's twin, or an alias's buffer.
-pub trait HeldResult<S: Scalar>: Differentiable<S::Prim> {
+/// A result of type `V`, named without type arguments, as compiled callers
+/// hold it: implemented by the form (`<V as HeldAs>::Form`), a user type's
+/// twin or an alias's buffer.
+pub trait HeldResult<V: Differentiable<S::Prim>, S: Scalar> {
     /// What callers hold.
     type Held;
     /// The values of the recorded result.
-    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, Self>) -> Self::Held;
+    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> Self::Held;
     /// Seeds the recorded result with `out` (shaped like it) and sweeps.
     fn seed_held_and_sweep<'t>(
         tape: &'t Tape<S>,
-        dual: &DualOf<'t, S, S::Prim, Self>,
+        dual: &DualOf<'t, S, S::Prim, V>,
         out: &Self::Held,
         adjoints: &mut Vec<S>,
     ) where
@@ -274,53 +268,7 @@ pub trait HeldResult<S: Scalar>: Differentiable<S::Prim> {
     fn held_zeros_like(like: &Self::Held) -> Self::Held;
 }
 
-/// [`HeldResult`] for the form `Self` of `V`.
-pub trait ResultAs<V: Differentiable<S::Prim>, S: Scalar> {
-    /// See [`HeldResult::Held`].
-    type Held;
-    /// See [`HeldResult::held_of_recorded`].
-    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> Self::Held;
-    /// See [`HeldResult::seed_held_and_sweep`].
-    fn seed_held_and_sweep<'t>(
-        tape: &'t Tape<S>,
-        dual: &DualOf<'t, S, S::Prim, V>,
-        out: &Self::Held,
-        adjoints: &mut Vec<S>,
-    ) where
-        S: 't;
-    /// See [`HeldResult::held_zeros_like`].
-    fn held_zeros_like(like: &Self::Held) -> Self::Held;
-}
-
-impl<V, S> HeldResult<S> for V
-where
-    V: Differentiable<S::Prim> + HeldAs,
-    S: Scalar,
-    V::Form: ResultAs<V, S>,
-{
-    type Held = <V::Form as ResultAs<V, S>>::Held;
-    #[inline]
-    fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> Self::Held {
-        <V::Form as ResultAs<V, S>>::held_of_recorded(dual)
-    }
-    #[inline]
-    fn seed_held_and_sweep<'t>(
-        tape: &'t Tape<S>,
-        dual: &DualOf<'t, S, S::Prim, V>,
-        out: &Self::Held,
-        adjoints: &mut Vec<S>,
-    ) where
-        S: 't,
-    {
-        <V::Form as ResultAs<V, S>>::seed_held_and_sweep(tape, dual, out, adjoints)
-    }
-    #[inline]
-    fn held_zeros_like(like: &Self::Held) -> Self::Held {
-        <V::Form as ResultAs<V, S>>::held_zeros_like(like)
-    }
-}
-
-impl<V: Differentiable<S::Prim>, S: Scalar> ResultAs<V, S> for AsTwin {
+impl<V: Differentiable<S::Prim>, S: Scalar> HeldResult<V, S> for AsTwin {
     type Held = TwinOf<V, S>;
     #[inline]
     fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> TwinOf<V, S> {
@@ -343,7 +291,7 @@ impl<V: Differentiable<S::Prim>, S: Scalar> ResultAs<V, S> for AsTwin {
     }
 }
 
-impl<V: Differentiable<S::Prim>, S: Scalar> ResultAs<V, S> for AsBuffer {
+impl<V: Differentiable<S::Prim>, S: Scalar> HeldResult<V, S> for AsBuffer {
     type Held = V::Twin<S>;
     #[inline]
     fn held_of_recorded(dual: &DualOf<'_, S, S::Prim, V>) -> V::Twin<S> {

@@ -68,11 +68,11 @@ impl<S, T> PassConstant<S, T> for OpaqueParam {
     }
 }
 
-impl<S, T> PassOwned<'_, S, T> for OpaqueParam {
+impl<'a, S, T: 'a> PassOwned<'a, S, T> for OpaqueParam {
     type Slot = ();
-    type Out = ConstantArg<T>;
+    type Out = ConstantArg<&'a T>;
     #[inline(always)]
-    fn pass_owned(value: T, _: &mut Option<()>) -> ConstantArg<T> {
+    fn pass_owned(value: &'a T, _: &'a mut Option<()>) -> ConstantArg<&'a T> {
         ConstantArg(value)
     }
 }
@@ -105,22 +105,48 @@ where
     where
         S: 't,
     {
-        V::map_twin(self.0.borrow(), &mut |&value: &S| {
-            if inputs {
-                Real::input(tape, value)
-            } else {
-                Real::constant(value)
-            }
-        })
+        buffer_dual::<V, S>(self.0.borrow(), tape, inputs)
     }
 
     #[inline]
     fn read_adjoint(&self, reader: &mut GradReader<'_, S>, sink: &mut impl SliceSink<S>) {
-        let mut values = Vec::new();
-        V::flatten_twin(self.0.borrow(), &mut values);
-        for k in 0..values.len() {
-            *sink.at(k) += reader.scalar();
+        read_buffer_adjoint(buffer_leaf_count::<V, S>(self.0.borrow()), reader, sink)
+    }
+}
+
+/// The dual value of a value held as the scalars of its reals
+/// (`V::Twin<S>`): each real a fresh input on `tape` (`inputs`) or a
+/// constant.
+pub(super) fn buffer_dual<'t, V: Differentiable<S::Prim>, S: Scalar + 't>(
+    held: &V::Twin<S>,
+    tape: &'t Tape<S>,
+    inputs: bool,
+) -> DualOf<'t, S, S::Prim, V> {
+    V::map_twin(held, &mut |&value: &S| {
+        if inputs {
+            Real::input(tape, value)
+        } else {
+            Real::constant(value)
         }
+    })
+}
+
+/// How many reals a value held as their scalars has.
+pub(super) fn buffer_leaf_count<V: Differentiable<S::Prim>, S: Scalar>(held: &V::Twin<S>) -> usize {
+    let mut leaves = Vec::new();
+    V::flatten_twin(held, &mut leaves);
+    leaves.len()
+}
+
+/// Adds the adjoints of the next `count` inputs into `sink`, element by
+/// element.
+pub(super) fn read_buffer_adjoint<S: Scalar>(
+    count: usize,
+    reader: &mut GradReader<'_, S>,
+    sink: &mut impl SliceSink<S>,
+) {
+    for k in 0..count {
+        *sink.at(k) += reader.scalar();
     }
 }
 

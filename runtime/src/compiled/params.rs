@@ -155,9 +155,10 @@ impl<S, T> PassConstant<S, T> for PlainParam {
 }
 
 /// A constant buffer the caller owns (a local array or `Vec`, or an array
-/// written in place), passed by value to a parameter with marker `Self`: a
-/// differentiated parameter takes it lifted, borrowed from `slot` (which
-/// the caller provides for the call), a `#[no_grad]` one takes the value.
+/// written in place), passed by value to a parameter with marker `Self`,
+/// given here by reference: a differentiated parameter takes it lifted (a
+/// copy in `slot`, which the caller provides for the call, where the scalar
+/// is not the machine float), a `#[no_grad]` one takes a copy of the value.
 #[diagnostic::on_unimplemented(
     message = "this argument does not match the parameter of the called function",
     label = "a buffer of this type cannot be passed by value here"
@@ -168,14 +169,14 @@ pub trait PassOwned<'a, S, T> {
     /// What the callee's compiled pass takes.
     type Out;
     /// The argument as the callee takes it.
-    fn pass_owned(value: T, slot: &'a mut Option<Self::Slot>) -> Self::Out;
+    fn pass_owned(value: &'a T, slot: &'a mut Option<Self::Slot>) -> Self::Out;
 }
 
 impl<'a, S: Scalar + 'a, const N: usize> PassOwned<'a, S, [S::Prim; N]> for ArrayParam {
     type Slot = [S; N];
     type Out = &'a [S; N];
     #[inline(always)]
-    fn pass_owned(value: [S::Prim; N], slot: &'a mut Option<[S; N]>) -> &'a [S; N] {
+    fn pass_owned(value: &'a [S::Prim; N], slot: &'a mut Option<[S; N]>) -> &'a [S; N] {
         slot.insert(value.map(S::from_prim))
     }
 }
@@ -184,17 +185,20 @@ impl<'a, S: Scalar + 'a> PassOwned<'a, S, Vec<S::Prim>> for SliceParam {
     type Slot = Vec<S>;
     type Out = &'a [S];
     #[inline(always)]
-    fn pass_owned(value: Vec<S::Prim>, slot: &'a mut Option<Vec<S>>) -> &'a [S] {
-        slot.insert(value.into_iter().map(S::from_prim).collect())
+    fn pass_owned(value: &'a Vec<S::Prim>, slot: &'a mut Option<Vec<S>>) -> &'a [S] {
+        match S::lift_slice(value) {
+            Cow::Borrowed(lifted) => lifted,
+            Cow::Owned(lifted) => slot.insert(lifted),
+        }
     }
 }
 
-impl<S, T> PassOwned<'_, S, T> for PlainParam {
+impl<'a, S, T: Clone> PassOwned<'a, S, T> for PlainParam {
     type Slot = ();
     type Out = T;
     #[inline(always)]
-    fn pass_owned(value: T, _: &mut Option<()>) -> T {
-        value
+    fn pass_owned(value: &'a T, _: &'a mut Option<()>) -> T {
+        value.clone()
     }
 }
 

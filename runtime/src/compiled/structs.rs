@@ -644,12 +644,12 @@ impl<S: Scalar, T: Differentiable<S::Prim>> PassConstant<S, T> for StructValuePa
     }
 }
 
-impl<S: Scalar, T: Differentiable<S::Prim>> PassOwned<'_, S, T> for StructValueParam {
+impl<'a, S: Scalar, T: Differentiable<S::Prim>> PassOwned<'a, S, T> for StructValueParam {
     type Slot = ();
     type Out = Owned<TwinOf<T, S>>;
     #[inline(always)]
-    fn pass_owned(value: T, _: &mut Option<()>) -> Owned<TwinOf<T, S>> {
-        Owned(twin_values(&value))
+    fn pass_owned(value: &'a T, _: &'a mut Option<()>) -> Owned<TwinOf<T, S>> {
+        Owned(twin_values(value))
     }
 }
 
@@ -660,8 +660,11 @@ where
     type Slot = Vec<TwinOf<T, S>>;
     type Out = &'a [TwinOf<T, S>];
     #[inline(always)]
-    fn pass_owned(value: Vec<T>, slot: &'a mut Option<Vec<TwinOf<T, S>>>) -> &'a [TwinOf<T, S>] {
-        slot.insert(twins_values(&value))
+    fn pass_owned(
+        value: &'a Vec<T>,
+        slot: &'a mut Option<Vec<TwinOf<T, S>>>,
+    ) -> &'a [TwinOf<T, S>] {
+        slot.insert(twins_values(value))
     }
 }
 

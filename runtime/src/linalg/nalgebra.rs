@@ -816,6 +816,11 @@ fn adjoint_of<S: Scalar>(real: &Real<'_, S>, adjoints: &[S]) -> S {
 
 macro_rules! differentiable_matrix {
     ($($ty:ty, $r:ty, $c:ty, [$($gen:tt)*], |$data:ident, $nrows:ident, $ncols:ident| $build:expr;)*) => {$(
+        /// Compiled callers hold one as its twin (as a user type's).
+        impl<P, $($gen)*> crate::compiled::HeldAs for $ty {
+            type Form = crate::compiled::AsTwin;
+        }
+
         impl<P: Primitive + ::nalgebra::Scalar, $($gen)*> Differentiable<P> for $ty {
             type Twin<T> = MatrixTwin<T, $r, $c>;
 

@@ -906,6 +906,11 @@ fn adjoint_of<S: Scalar>(real: &Real<'_, S>, adjoints: &[S]) -> S {
 
 macro_rules! differentiable_array {
     ($($ty:ident, $twin:ident, |$self_:ident, $data:ident| $make:expr, |$twin_data:ident, $t:ident| $build:expr;)*) => {$(
+        /// Compiled callers hold one as its twin (as a user type's).
+        impl<P> crate::compiled::HeldAs for $ty<P> {
+            type Form = crate::compiled::AsTwin;
+        }
+
         impl<P: Primitive> Differentiable<P> for $ty<P> {
             type Twin<T> = $twin<T>;
 

@@ -881,7 +881,7 @@ impl Passes<'_> {
                     if buffer.by_value && buffer.range.is_none() && !active {
                         let name = self.name(buffer.var);
                         return quote_spanned!(span=> <#marker as ::deltad::__private::PassOwned<'_, #s, _>>::pass_owned(
-                            ::core::clone::Clone::clone(&#name),
+                            &#name,
                             &mut ::core::option::Option::None,
                         ));
                     }

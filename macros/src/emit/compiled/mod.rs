@@ -497,7 +497,7 @@ impl<'a> Passes<'a> {
         match signature.struct_output() {
             Some(ty) => quote! {
                 #[doc(hidden)]
-                pub type __DeltadOut<S> = <#ty as ::deltad::__private::HeldResult<S>>::Held;
+                pub type __DeltadOut<S> = <<#ty as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#ty, S>>::Held;
                 /// A result shaped like `like` with every real 0 (the
                 /// adjoint a caller of the compiled passes adds into).
                 #[doc(hidden)]
@@ -505,7 +505,7 @@ impl<'a> Passes<'a> {
                 pub fn __deltad_zeros_like<S: ::deltad::__private::Scalar<Prim = #prim>>(
                     like: &__DeltadOut<S>,
                 ) -> __DeltadOut<S> {
-                    <#ty as ::deltad::__private::HeldResult<S>>::held_zeros_like(like)
+                    <<#ty as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#ty, S>>::held_zeros_like(like)
                 }
             },
             None => TokenStream::new(),
