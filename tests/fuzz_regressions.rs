@@ -1177,3 +1177,70 @@ mod result_of_a_user_type_only_borrowed {
         assert!((g.pt.b - 1.0).abs() < 1e-12);
     }
 }
+
+/// Fuzz seed 44 p311 (seed 14517023472309324612): an array local (here one
+/// written in place as an argument) kept when an early exit leaves its
+/// block came back in the adjoint as a `Vec` (a compile error where it is
+/// passed to an array parameter); it is popped into an array now. Checked
+/// on both engines against the closed form.
+mod array_kept_at_an_early_exit {
+    use deltad::differentiate;
+
+    #[differentiate]
+    pub fn h0(arr: [f64; 2]) -> f64 {
+        arr[0] * arr[1]
+    }
+
+    macro_rules! exits {
+        ($name:ident, $attr:meta) => {
+            #[$attr]
+            pub fn $name(x0: f64, s0: &[f64]) -> f64 {
+                let mut n = 0;
+                loop {
+                    n += 1;
+                    if n > 2 {
+                        break;
+                    }
+                    let kept = [x0, 3.0];
+                    let constant = [2.0, 0.5];
+                    if s0[n % s0.len()] > 0.0 {
+                        return h0([s0[n % s0.len()], x0]) + h0(kept) + h0(constant);
+                    }
+                }
+                x0
+            }
+        };
+    }
+    exits!(f, differentiate);
+    exits!(f_tape, differentiate(tape));
+
+    #[test]
+    fn the_kept_array_is_an_array_again() {
+        for s in [[0.5, 1.5, -1.0], [0.5, -1.5, 2.0], [1.0, -1.0, -2.0]] {
+            let x = 0.75;
+            let (value, g) = f::value_and_grad(x, &s);
+            let (tape_value, t) = f_tape::value_and_grad(x, &s);
+            assert_eq!(value.to_bits(), tape_value.to_bits());
+            // The first n in 1..=2 with s[n % 3] > 0 returns s[n] x + 3x + 1.
+            let hit = (1..=2).find(|&n| s[n % 3] > 0.0);
+            let (dx, ds) = match hit {
+                Some(n) => {
+                    let mut ds = [0.0; 3];
+                    ds[n % 3] = x;
+                    (s[n % 3] + 3.0, ds)
+                }
+                None => (1.0, [0.0; 3]),
+            };
+            assert!(
+                (g.x0 - dx).abs() < 1e-12 && (t.x0 - dx).abs() < 1e-12,
+                "{} {} {dx}",
+                g.x0,
+                t.x0
+            );
+            for k in 0..3 {
+                assert!((g.s0[k] - ds[k]).abs() < 1e-12, "{:?} {ds:?}", g.s0);
+            }
+        }
+        assert!(f::tape_stats(0.75, &[0.5, 1.5, -1.0]).compiled);
+    }
+}

@@ -361,7 +361,7 @@ impl Passes<'_> {
                     let (s, stack) = (&self.scalar, self.stack());
                     quote!(let mut #name = <#ty as ::deltad::__private::KeptWhole<#s>>::pop_kept(#stack);)
                 }
-                None => self.pop_var(var),
+                None => self.pop_var(var, init.as_ref()),
             },
             Establish::None | Establish::Available => TokenStream::new(),
         };
@@ -395,13 +395,49 @@ impl Passes<'_> {
         quote!(#value #length #storage)
     }
 
-    /// `let mut name = <popped>;`
-    fn pop_var(&self, var: VarId) -> TokenStream {
+    /// `let mut name = <popped>;` (`init`: the value of its `let`, which
+    /// gives an array's length).
+    fn pop_var(&self, var: VarId, init: Option<&crate::ir::Expr>) -> TokenStream {
         let name = self.name(var);
         let stack = self.stack();
         if self.is_buffer(var) {
             let len = format_ident!("__deltad_popped_len", span = Span::mixed_site());
             let pop_len = self.pop_bits(quote!(usize));
+            // An array: made with its length, then filled (a `Vec` would
+            // not be the type its uses expect).
+            let array_len = match init.map(|init| &init.kind) {
+                Some(ExprKind::NewBuffer(NewBuffer::List(elems)))
+                    if self.function.vars[var].array =>
+                {
+                    let count = elems.len();
+                    Some(quote!(#count))
+                }
+                Some(ExprKind::NewBuffer(NewBuffer::Repeat { len, .. }))
+                    if self.function.vars[var].array =>
+                {
+                    Some(self.value(len.as_ref(), Side::Adjoint))
+                }
+                _ => None,
+            };
+            if let Some(count) = array_len {
+                let (s, prim) = (&self.scalar, &self.prim);
+                let zero = quote!(<#s as ::deltad::__private::Scalar>::zero());
+                if self.active(var) {
+                    return quote! {
+                        let #len: usize = #pop_len;
+                        let mut #name: [#s; #count] = [#zero; #count];
+                        #stack.pop_reals_into(&mut #name[..#len]);
+                    };
+                }
+                let element = self.pop_bits(quote!(#prim));
+                return quote! {
+                    let #len: usize = #pop_len;
+                    let mut #name: [#prim; #count] = [0.0; #count];
+                    for __deltad_k in (0..#len).rev() {
+                        #name[__deltad_k] = #element;
+                    }
+                };
+            }
             if self.active(var) {
                 return quote! {
                     let #len: usize = #pop_len;
