@@ -1591,6 +1591,14 @@ both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -
     let k = n as f64;
     let h = cross3([k, 1.0, 0.0], a);
     let r = cross3([t; 3], a);
+    let q = cross3(
+        [
+            t.sin(),
+            if t > 0.0 { t } else { 2.0 * t },
+            weighted3(a, [1.0, 0.0, 0.0]),
+        ],
+        a,
+    );
     let ws = vec![1.0, 2.0];
     let vs = vec![t, a[0]];
     let cs = vec![3.0, -1.0];
@@ -1603,6 +1611,7 @@ both!(arrays_in_place, arrays_in_place_tape, fn(a: [f64; 3], t: f64, n: usize) -
         + r[2]
         + weighted_vec(vs, ws)
         + dot_vecs(cs, us)
+        + q[0] * q[2]
 });
 
 #[test]

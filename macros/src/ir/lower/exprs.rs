@@ -552,8 +552,29 @@ impl Lowerer {
             value @ (SynExpr::Array(_) | SynExpr::Repeat(_) | SynExpr::Macro(_)) => (value, true),
             _ => return Ok(None),
         };
-        let Some(new) = self.new_buffer(elements)? else {
-            return Ok(None);
+        let new = match strip(elements) {
+            // Elements with calls or control flow: each computed in a
+            // `let` of its own first, as the user would write them.
+            SynExpr::Array(array) if array.elems.iter().any(calls_or_branches) => {
+                let mut elems = Vec::new();
+                for item in &array.elems {
+                    let value = self.expr(item, out)?;
+                    let temp = self.temp(item.span());
+                    out.push(self.stmt(
+                        item.span(),
+                        StmtKind::Let {
+                            var: temp,
+                            init: Some(value),
+                        },
+                    ));
+                    elems.push(Expr::new(ExprKind::Var(temp), item.span()));
+                }
+                NewBuffer::List(elems)
+            }
+            _ => match self.new_buffer(elements)? {
+                Some(new) => new,
+                None => return Ok(None),
+            },
         };
         let elements_expr = Expr::new(ExprKind::NewBuffer(new), arg.span());
         if !by_value && !self.reads_variables(&elements_expr) {
@@ -711,4 +732,28 @@ impl Lowerer {
         }
         Ok(Some(made))
     }
+}
+
+/// True if `expr` holds a call or control flow (which a buffer's elements
+/// written in place cannot: they are computed in `let`s of their own).
+fn calls_or_branches(expr: &SynExpr) -> bool {
+    struct Finds(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finds {
+        fn visit_expr(&mut self, expr: &'ast SynExpr) {
+            match expr {
+                SynExpr::Call(_)
+                | SynExpr::If(_)
+                | SynExpr::Match(_)
+                | SynExpr::Block(_)
+                | SynExpr::Macro(_)
+                | SynExpr::Loop(_)
+                | SynExpr::While(_)
+                | SynExpr::ForLoop(_) => self.0 = true,
+                _ => syn::visit::visit_expr(self, expr),
+            }
+        }
+    }
+    let mut finds = Finds(false);
+    syn::visit::Visit::visit_expr(&mut finds, expr);
+    finds.0
 }
