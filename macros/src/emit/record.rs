@@ -173,7 +173,7 @@ impl Generator<'_> {
             ParamKind::Slice { .. } => rebind(quote!(&[#real])),
             ParamKind::VecRef { .. } => rebind(quote!(&::std::vec::Vec<#real>)),
             ParamKind::ArrayRef { len, .. } => rebind(quote!(&[#real; #len])),
-            kind => self.receive_converted(index, kind, pat, &hidden),
+            _ => self.receive_converted(index, pat, &hidden),
         }
     }
 
@@ -182,13 +182,12 @@ impl Generator<'_> {
     fn receive_converted(
         &self,
         index: usize,
-        kind: &ParamKind,
         pat: TokenStream,
         hidden: &Ident,
     ) -> (TokenStream, TokenStream) {
         let (lifetime, scalar, prim) = (&self.names.lifetime, &self.names.scalar, &self.prim);
         let param = &self.signature.params[index];
-        let Some((value, passing)) = self.converted_param(kind) else {
+        let Some((value, passing)) = self.converted_param(&param.kind) else {
             return (pat, TokenStream::new());
         };
         let generic = format_ident!("__DeltadA{}", index);

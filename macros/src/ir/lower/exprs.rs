@@ -430,15 +430,7 @@ impl Lowerer {
         };
         // A call's value always lives in a temporary of its own, so the
         // adjoint has one statement to mirror the call at.
-        let temp = self.temp(span);
-        let call = Expr::new(ExprKind::Call(call_ir), span);
-        out.push(self.stmt(
-            span,
-            StmtKind::Let {
-                var: temp,
-                init: Some(call),
-            },
-        ));
+        let temp = self.let_temp(Expr::new(ExprKind::Call(call_ir), span), span, out);
         Ok(Expr::new(ExprKind::Var(temp), span))
     }
 
@@ -559,14 +551,7 @@ impl Lowerer {
                 let mut elems = Vec::new();
                 for item in &array.elems {
                     let value = self.expr(item, out)?;
-                    let temp = self.temp(item.span());
-                    out.push(self.stmt(
-                        item.span(),
-                        StmtKind::Let {
-                            var: temp,
-                            init: Some(value),
-                        },
-                    ));
+                    let temp = self.let_temp(value, item.span(), out);
                     elems.push(Expr::new(ExprKind::Var(temp), item.span()));
                 }
                 NewBuffer::List(elems)

@@ -305,6 +305,21 @@ impl Lowerer {
         })
     }
 
+    /// `let t = value;` of a fresh temporary `t`, pushed onto `out`: the
+    /// temporary.
+    fn let_temp(&mut self, value: Expr, span: Span, out: &mut Vec<Stmt>) -> VarId {
+        let temp = self.temp(span);
+        let stmt = self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: Some(value),
+            },
+        );
+        out.push(stmt);
+        temp
+    }
+
     /// A new empty block.
     fn new_block(&mut self) -> Block {
         let id = self.next_block;

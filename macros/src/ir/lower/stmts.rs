@@ -315,14 +315,7 @@ impl Lowerer {
                 let mut values = Vec::new();
                 for elem in &tuple.elems {
                     let value = self.expr(elem, out)?;
-                    let temp = self.temp(elem.span());
-                    out.push(self.stmt(
-                        elem.span(),
-                        StmtKind::Let {
-                            var: temp,
-                            init: Some(value),
-                        },
-                    ));
+                    let temp = self.let_temp(value, elem.span(), out);
                     values.push(Expr::new(ExprKind::Var(temp), elem.span()));
                 }
                 values
