@@ -1635,3 +1635,116 @@ fn arrays_written_in_place_and_buffers_by_value_are_passed() {
     }
     assert!(arrays_in_place::tape_stats([1.0, 2.0, 3.0], 2.0, 2).compiled);
 }
+
+// A running minimum over a loop (k-means' cost, with a nonlinear term so
+// that the Hessian is not constant): each comparison is a decision the
+// forward pass keeps as one bit, and forward-over-reverse drops the
+// tangent of the function's value (and so of every distance, which only
+// flows into it and into comparisons) without changing H·v.
+both!(nearest, nearest_tape, fn(c: &[f64], #[no_grad] p: &[f64], d: usize) -> f64 {
+    let k = c.len() / d;
+    let n = p.len() / d;
+    let mut total = 0.0;
+    for i in 0..n {
+        let mut best = f64::INFINITY;
+        for j in 0..k {
+            let mut distance = 0.0;
+            for e in 0..d {
+                let difference = p[i * d + e] - c[j * d + e];
+                distance += difference * difference;
+            }
+            if distance < best {
+                best = distance;
+            }
+        }
+        total += best * best.sqrt();
+    }
+    total
+});
+
+#[test]
+fn decisions_are_kept_as_bits_and_hvp_ignores_the_value() {
+    let mut rng = Rng::new(47);
+    let (d, k) = (3, 5);
+    for n in [1, 7, 30] {
+        let c = rng.vec(k * d, -1.0, 1.0);
+        let p = rng.vec(n * d, -1.5, 1.5);
+        let (g, t) = agree!(nearest, nearest_tape, (&c, &p, d), "nearest");
+        same(&g.c, &t.c, "nearest c");
+        check_gradient(|c| nearest(c, &p, d), &c, &g.c, "nearest");
+        // H·v against the tape's forward-over-reverse, and against central
+        // differences of the gradient along v (the cost is smooth near c:
+        // no distance ties at these random points).
+        let v = rng.vec(k * d, -1.0, 1.0);
+        let (gradient, hv) = nearest::grad_and_hvp(&c, &p, d, &nearest::Grad { c: v.clone() });
+        same(&gradient.c, &g.c, "grad_and_hvp's gradient");
+        let hv_tape = nearest_tape::hvp(&c, &p, d, &nearest_tape::Grad { c: v.clone() });
+        same(&hv.c, &hv_tape.c, "nearest hvp");
+        let h = 1e-5;
+        let along = |s: f64| {
+            let moved: Vec<f64> = c.iter().zip(&v).map(|(c, v)| c + s * v).collect();
+            nearest::grad(&moved, &p, d).c
+        };
+        let (plus, minus) = (along(h), along(-h));
+        let differences: Vec<f64> = plus
+            .iter()
+            .zip(&minus)
+            .map(|(a, b)| (a - b) / (2.0 * h))
+            .collect();
+        // Central differences of a smooth gradient: error O(h²) ≈ 1e-10
+        // times the third derivatives, plus rounding ≈ 1e-16 / h.
+        assert_close_tol(&hv.c, &differences, 1e-6, "nearest hvp against differences");
+        // One bit per comparison; nothing else is a decision or a word.
+        let stats = nearest::tape_stats(&c, &p, d);
+        assert_eq!((stats.decisions, stats.words), (n * k, 0), "{stats:?}");
+        assert_eq!(stats.bytes_used, 8 * (stats.reals + (n * k).div_ceil(64)));
+    }
+}
+
+// A running maximum and minimum (`m = m.max(v)`): the forward pass keeps
+// which operand each `max`/`min` returned, one bit, instead of every old
+// `m` that the adjoint would otherwise read.
+both!(spread, spread_tape, fn(x: &[f64]) -> f64 {
+    let mut largest = f64::NEG_INFINITY;
+    let mut smallest = f64::INFINITY;
+    for &v in x {
+        largest = largest.max(v);
+        smallest = v.min(smallest);
+    }
+    let mut total = 0.0;
+    for &v in x {
+        total += (v - largest).exp();
+    }
+    total.ln() + largest - smallest * smallest
+});
+
+#[test]
+fn max_and_min_keep_which_operand_they_returned() {
+    let mut rng = Rng::new(53);
+    for n in [1, 5, 64, 65, 200] {
+        let mut x = rng.vec(n, -2.0, 2.0);
+        let (g, t) = agree!(spread, spread_tape, (&x), "spread");
+        same(&g.x, &t.x, "spread x");
+        check_gradient(|x| spread(x), &x, &g.x, "spread");
+        let stats = spread::tape_stats(&x);
+        // Two decisions per element; the partial of each `exp`, and the
+        // final `total` and `smallest` (read by `ln` and the product).
+        assert_eq!((stats.decisions, stats.reals), (2 * n, n + 2), "{stats:?}");
+        // Ties at the maximum and the minimum (not differentiable there:
+        // the engines agree on which operand gets the adjoint).
+        if n > 3 {
+            let (top, bottom) = (
+                x.iter().copied().fold(f64::MIN, f64::max),
+                x.iter().copied().fold(f64::MAX, f64::min),
+            );
+            x[1] = top;
+            x[2] = bottom;
+            let (g, t) = agree!(spread, spread_tape, (&x), "spread with ties");
+            same(&g.x, &t.x, "spread with ties");
+        }
+    }
+    // All equal.
+    let x = [1.0, 1.0, 1.0];
+    let (g, t) = agree!(spread, spread_tape, (&x), "spread of ties");
+    same(&g.x, &t.x, "spread of ties");
+}

@@ -137,7 +137,8 @@ pub mod __private {
         with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits,
         ConstantArg, Discard, HeldAs, HeldResult, HeldSink, HeldValue, KeptWhole, LiftBuffer,
         NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam,
-        RealParam, Record, Reserved, ResultBuffer, ScalarSink, SliceParam, SliceSink, Stack,
+        RealParam, Record, Reserved, ResultBuffer, ResultUse, ScalarSink, SliceParam, SliceSink,
+        Stack, Unvalued, Valued,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

@@ -570,8 +570,8 @@ impl<S> fmt::Debug for Tape<S> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TapeStats {
     /// True if the function took the compiled path: nothing is recorded on
-    /// a tape, and `reals`, `words` and the bytes count what its forward
-    /// pass keeps on the stack for its adjoint.
+    /// a tape, and `reals`, `words`, `decisions` and the bytes count what
+    /// its forward pass keeps on the stack for its adjoint.
     pub compiled: bool,
     /// Bindings recorded, inputs included.
     pub bindings: usize,
@@ -581,9 +581,12 @@ pub struct TapeStats {
     pub terms: usize,
     /// Compiled path: reals the forward pass keeps for the adjoint.
     pub reals: usize,
-    /// Compiled path: discrete words the forward pass keeps (decisions,
-    /// trip counts, exit points, indices).
+    /// Compiled path: discrete words the forward pass keeps (trip counts,
+    /// exit points, `match` arms, indices).
     pub words: usize,
+    /// Compiled path: decisions of `if`s the forward pass keeps (one bit
+    /// each, 64 to a word of `bytes_used`).
+    pub decisions: usize,
     /// Bytes the recorded terms (or the kept values) occupy.
     pub bytes_used: usize,
     /// Bytes the tape's (or the stack's) buffers have reserved (at least
@@ -603,6 +606,7 @@ impl TapeStats {
             compiled: true,
             reals: stack.reals,
             words: stack.words,
+            decisions: stack.decisions,
             bytes_used: stack.bytes_used,
             bytes_reserved: stack.bytes_reserved,
             ..TapeStats::default()

@@ -7,6 +7,11 @@
 //! Pushing a real costs less than an `exp`, and the adjoint then needs
 //! neither the method's arguments (which may have been overwritten since)
 //! nor the call.
+//!
+//! Of `max` and `min`, whose partials are 1 for the operand they return
+//! and 0 for the other, it keeps which operand that was: one decision bit
+//! instead of both operands (a running maximum `m = m.max(v)` would
+//! otherwise keep every old `m`, as the adjoint reads it).
 
 use crate::analyze::activity::is_active;
 use crate::ir::math::Rule;
@@ -18,6 +23,9 @@ pub(crate) struct Kept<'a> {
     pub node: &'a Expr,
     /// Its value is kept too (the adjoint reads it).
     pub value: bool,
+    /// A `max` or `min`: which operand it returned is kept (a decision),
+    /// not its partials.
+    pub choice: bool,
 }
 
 /// The math nodes of `value` whose partials are kept, in evaluation order
@@ -56,7 +64,8 @@ fn collect<'a>(expr: &'a Expr, read: bool, active: &[bool], kept: &mut Vec<Kept<
         ExprKind::Math { math, args, .. } if math.rule != Rule::Constant => {
             // Kept partials read no argument; a cheap method's rule reads
             // all of them.
-            let keeps = expensive(math.name);
+            let choice = chooses(math.name);
+            let keeps = choice || expensive(math.name);
             for (i, arg) in args.iter().enumerate() {
                 if math.real_arg(i) {
                     collect(arg, !keeps, active, kept);
@@ -66,11 +75,17 @@ fn collect<'a>(expr: &'a Expr, read: bool, active: &[bool], kept: &mut Vec<Kept<
                 kept.push(Kept {
                     node: expr,
                     value: read,
+                    choice,
                 });
             }
         }
         _ => {}
     }
+}
+
+/// Math methods that return one of their two operands.
+fn chooses(name: &str) -> bool {
+    matches!(name, "max" | "min")
 }
 
 /// Math methods whose partials cost more to compute than to keep.

@@ -11,7 +11,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::Ident;
 
-use super::compiled::{ADJ_FN, FWD_FN};
+use super::compiled::{ADJ_FN, FWD_FN, FWD_UNVALUED_FN};
 use super::Generator;
 use crate::names::items;
 use crate::signature::{BufferOutput, ParamKind};
@@ -647,8 +647,9 @@ impl Generator<'_> {
         let prim = &self.prim;
         let dual = quote!(::deltad::__private::Dual<#prim>);
         let zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
+        // The forward pass's value is not read: only the adjoint's.
         let (fwd, adj) = (
-            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(FWD_UNVALUED_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
         );
         let inputs = self.compiled_dual_inputs(seeds);

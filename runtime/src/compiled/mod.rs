@@ -25,6 +25,7 @@ mod buffers;
 mod held;
 mod opaque;
 mod params;
+mod result_use;
 mod stack;
 mod structs;
 
@@ -41,6 +42,7 @@ pub use params::{
     lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PassOwned, PlainParam,
     RealParam, ScalarSink, SliceParam, SliceSink,
 };
+pub use result_use::{ResultUse, Unvalued, Valued};
 pub use stack::{
     checkpoint_segment, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord, Record, Reserved,
     Stack, StackStats,

@@ -1,9 +1,11 @@
 //! The stack a compiled forward pass pushes onto and its adjoint pops from.
 //!
-//! Two typed lanes: reals of the scalar type `S`, and 64-bit words for
-//! everything discrete (branch decisions, loop trip counts, exit points,
-//! indices, integer variables), each value going in as the [`Bits`] of its
-//! own type and coming out as that type again. The stack is LIFO across
+//! Three typed lanes: reals of the scalar type `S`; 64-bit words for
+//! discrete values (loop trip counts, exit points, `match` arms, indices,
+//! integer variables), each value going in as the [`Bits`] of its own type
+//! and coming out as that type again; and single bits for the decisions of
+//! `if`s, 64 to a word (a loop that tests a condition per iteration keeps
+//! one bit for it, not a word). The stack is LIFO across
 //! calls: a callee's forward pass pushes on top of its caller's, and its
 //! adjoint, called at the mirrored point of the caller's adjoint, pops
 //! exactly what it pushed.
@@ -32,11 +34,14 @@ pub trait Record<S> {
     fn buffer(&mut self, values: Vec<S>);
     /// Keeps a discrete value (see [`Bits`]).
     fn bits(&mut self, bits: u64);
-    /// Room for `reals` more reals and `words` more words: a loop whose
-    /// iterations keep a bounded number of values reserves them all before
-    /// it starts, so its pushes need no allocation (and no call, which
-    /// would make the optimiser keep the loop's values in memory).
-    fn reserve(&mut self, reals: usize, words: usize) -> Self::Reserved<'_>;
+    /// Keeps a decision, as one bit.
+    fn flag(&mut self, set: bool);
+    /// Room for `reals` more reals, `words` more words and `flags` more
+    /// decisions: a loop whose iterations keep a bounded number of values
+    /// reserves them all before it starts, so its pushes need no allocation
+    /// (and no call, which would make the optimiser keep the loop's values
+    /// in memory).
+    fn reserve(&mut self, reals: usize, words: usize, flags: usize) -> Self::Reserved<'_>;
 }
 
 /// Pushes into room reserved in advance. Pushing more than was reserved
@@ -46,6 +51,8 @@ pub trait Reserved<S> {
     fn real(&mut self, value: S);
     /// Keeps a discrete value.
     fn bits(&mut self, bits: u64);
+    /// Keeps a decision.
+    fn flag(&mut self, set: bool);
 }
 
 /// The record of a forward pass whose adjoint will not run.
@@ -63,7 +70,9 @@ impl<S> Record<S> for NoRecord {
     #[inline(always)]
     fn bits(&mut self, _: u64) {}
     #[inline(always)]
-    fn reserve(&mut self, _: usize, _: usize) -> NoRecord {
+    fn flag(&mut self, _: bool) {}
+    #[inline(always)]
+    fn reserve(&mut self, _: usize, _: usize, _: usize) -> NoRecord {
         NoRecord
     }
 }
@@ -73,6 +82,8 @@ impl<S> Reserved<S> for NoRecord {
     fn real(&mut self, _: S) {}
     #[inline(always)]
     fn bits(&mut self, _: u64) {}
+    #[inline(always)]
+    fn flag(&mut self, _: bool) {}
 }
 
 /// The values a compiled forward pass keeps for its adjoint. (`Clone`:
@@ -82,6 +93,12 @@ impl<S> Reserved<S> for NoRecord {
 pub struct Stack<S> {
     reals: Vec<S>,
     bits: Vec<u64>,
+    /// The decisions, bit `i % 64` of word `i / 64` for the `i`-th. Pops
+    /// only count down, so there are at least `flag_count.div_ceil(64)`
+    /// words; the bits from `flag_count` on are stale, and pushes
+    /// overwrite them.
+    flags: Vec<u64>,
+    flag_count: usize,
     /// Whole buffers kept by [`Record::buffer`], a lane of their own (the
     /// adjoint pops them in the reverse order of their pushes, as it does
     /// the other lanes).
@@ -97,6 +114,8 @@ impl<S: Clone> Clone for Stack<S> {
         Stack {
             reals: self.reals.clone(),
             bits: self.bits.clone(),
+            flags: self.flags.clone(),
+            flag_count: self.flag_count,
             buffers: self.buffers.clone(),
             buffered_room: self.buffered_room,
             buffered_room_peak: self.buffered_room_peak,
@@ -105,6 +124,8 @@ impl<S: Clone> Clone for Stack<S> {
     fn clone_from(&mut self, source: &Self) {
         self.reals.clone_from(&source.reals);
         self.bits.clone_from(&source.bits);
+        self.flags.clone_from(&source.flags);
+        self.flag_count = source.flag_count;
         self.buffers.clone_from(&source.buffers);
         self.buffered_room = source.buffered_room;
         self.buffered_room_peak = source.buffered_room_peak;
@@ -116,6 +137,8 @@ impl<S> Default for Stack<S> {
         Stack {
             reals: Vec::new(),
             bits: Vec::new(),
+            flags: Vec::new(),
+            flag_count: 0,
             buffers: Vec::new(),
             buffered_room: 0,
             buffered_room_peak: 0,
@@ -128,8 +151,10 @@ impl<S> Default for Stack<S> {
 pub struct StackStats {
     /// Reals kept.
     pub reals: usize,
-    /// Discrete words kept (decisions, trip counts, exit points, indices).
+    /// Discrete words kept (trip counts, exit points, arms, indices).
     pub words: usize,
+    /// Decisions kept (one bit each).
+    pub decisions: usize,
     /// Bytes the kept values occupy.
     pub bytes_used: usize,
     /// Bytes the stack's buffers have reserved (for the whole buffers it
@@ -147,12 +172,25 @@ impl<S: Scalar> Record<S> for Stack<S> {
         self.reals.push(value);
     }
     #[inline]
-    fn reserve(&mut self, reals: usize, words: usize) -> StackRoom<'_, S> {
+    fn reserve(&mut self, reals: usize, words: usize, flags: usize) -> StackRoom<'_, S> {
         self.reals.reserve(reals);
         self.bits.reserve(words);
+        // The room keeps the last, partly filled word of decisions itself
+        // until it is dropped.
+        let flag_count = self.flag_count;
+        let (full, filled) = (flag_count / 64, flag_count % 64);
+        let pending = match self.flags.get(full) {
+            Some(word) if filled != 0 => word & ((1 << filled) - 1),
+            _ => 0,
+        };
+        self.flags.truncate(full);
+        self.flags.reserve((flag_count + flags).div_ceil(64) - full);
         StackRoom {
             reals_end: self.reals.len() + reals,
             words_end: self.bits.len() + words,
+            flags_end: flag_count + flags,
+            flag_count,
+            pending,
             stack: self,
         }
     }
@@ -170,13 +208,44 @@ impl<S: Scalar> Record<S> for Stack<S> {
     fn bits(&mut self, bits: u64) {
         self.bits.push(bits);
     }
+    #[inline(always)]
+    fn flag(&mut self, set: bool) {
+        let at = self.flag_count;
+        let (word, bit) = (at / 64, at % 64);
+        if bit == 0 {
+            self.flags.truncate(word);
+            self.flags.push(u64::from(set));
+        } else if let Some(word) = self.flags.get_mut(word) {
+            *word = (*word & !(1 << bit)) | (u64::from(set) << bit);
+        }
+        self.flag_count = at + 1;
+    }
 }
 
-/// Room reserved on a [`Stack`].
+/// Room reserved on a [`Stack`]. It holds the decisions pushed into it
+/// until a word of them is full (a loop's decisions then stay in
+/// registers), and gives the stack the last, partly filled word when it
+/// is dropped.
 pub struct StackRoom<'a, S> {
     stack: &'a mut Stack<S>,
     reals_end: usize,
     words_end: usize,
+    flags_end: usize,
+    /// The stack's count of decisions, this room's included.
+    flag_count: usize,
+    /// The decisions of the word being filled (bits at and above
+    /// `flag_count % 64` are 0).
+    pending: u64,
+}
+
+impl<S> Drop for StackRoom<'_, S> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.flag_count % 64 != 0 {
+            self.stack.flags.push(self.pending);
+        }
+        self.stack.flag_count = self.flag_count;
+    }
 }
 
 impl<S: Scalar> Reserved<S> for StackRoom<'_, S> {
@@ -204,6 +273,29 @@ impl<S: Scalar> Reserved<S> for StackRoom<'_, S> {
         unsafe {
             self.stack.bits.as_mut_ptr().add(len).write(bits);
             self.stack.bits.set_len(len + 1);
+        }
+    }
+    #[inline(always)]
+    fn flag(&mut self, set: bool) {
+        let at = self.flag_count;
+        if at >= self.flags_end {
+            overflow();
+        }
+        let bit = at % 64;
+        self.pending |= u64::from(set) << bit;
+        self.flag_count = at + 1;
+        if bit == 63 {
+            let flags = &mut self.stack.flags;
+            let len = flags.len();
+            // SAFETY: the stack holds the full words below `at`, `at / 64`
+            // of them (`len`); `reserve` made the capacity at least
+            // `flags_end.div_ceil(64) > at / 64` words. The word is written
+            // before the length grows over it.
+            unsafe {
+                flags.as_mut_ptr().add(len).write(self.pending);
+                flags.set_len(len + 1);
+            }
+            self.pending = 0;
         }
     }
 }
@@ -279,9 +371,25 @@ impl<S: Scalar> Stack<S> {
         }
     }
 
+    /// The decision pushed last.
+    #[inline(always)]
+    pub fn pop_flag(&mut self) -> bool {
+        // From an empty stack `at` wraps around, past every word: one test
+        // catches both.
+        let at = self.flag_count.wrapping_sub(1);
+        self.flag_count = at;
+        match self.flags.get(at / 64) {
+            Some(bits) => (bits >> (at % 64)) & 1 == 1,
+            None => underflow(),
+        }
+    }
+
     /// True if nothing is kept.
     pub fn is_empty(&self) -> bool {
-        self.reals.is_empty() && self.bits.is_empty() && self.buffers.is_empty()
+        self.reals.is_empty()
+            && self.bits.is_empty()
+            && self.flag_count == 0
+            && self.buffers.is_empty()
     }
 
     /// What the stack holds now.
@@ -292,29 +400,34 @@ impl<S: Scalar> Stack<S> {
         StackStats {
             reals,
             words: self.bits.len(),
-            bytes_used: reals * real + self.bits.len() * 8,
+            decisions: self.flag_count,
+            bytes_used: reals * real + (self.bits.len() + self.flag_count.div_ceil(64)) * 8,
             bytes_reserved: (self.reals.capacity() + self.buffered_room_peak) * real
-                + self.bits.capacity() * 8,
+                + (self.bits.capacity() + self.flags.capacity()) * 8,
         }
     }
 
     fn clear(&mut self) {
         self.reals.clear();
         self.bits.clear();
+        self.flags.clear();
+        self.flag_count = 0;
         self.buffers.clear();
         self.buffered_room = 0;
         self.buffered_room_peak = 0;
     }
 
-    /// Gives back reserved memory above `bytes` (words first get at most
-    /// half of it).
+    /// Gives back reserved memory above `bytes` (words and decisions first
+    /// get at most a quarter of it each).
     fn trim(&mut self, bytes: usize) {
         if self.stats().bytes_reserved <= bytes {
             return;
         }
         let real = core::mem::size_of::<S>().max(1);
-        self.bits.shrink_to(self.bits.capacity().min(bytes / 2 / 8));
-        let left = bytes - self.bits.capacity() * 8;
+        self.bits.shrink_to(self.bits.capacity().min(bytes / 4 / 8));
+        self.flags
+            .shrink_to(self.flags.capacity().min(bytes / 4 / 8));
+        let left = bytes - (self.bits.capacity() + self.flags.capacity()) * 8;
         self.reals.shrink_to(self.reals.capacity().min(left / real));
     }
 }
@@ -523,14 +636,14 @@ mod tests {
     #[test]
     fn a_trimmed_stack_keeps_at_most_the_limit() {
         let mut stack = Stack::<f64>::new();
-        stack.reserve(1000, 1000);
+        stack.reserve(1000, 1000, 1000);
         stack.trim(4000);
         let stats = stack.stats();
         assert!(stats.bytes_reserved <= 4000, "{stats:?}");
         assert!(stats.bytes_reserved >= 3000, "{stats:?}");
         // Under the limit nothing changes.
         let mut small = Stack::<f64>::new();
-        small.reserve(10, 10);
+        small.reserve(10, 10, 10);
         let before = small.stats().bytes_reserved;
         small.trim(4000);
         assert_eq!(small.stats().bytes_reserved, before);
@@ -557,7 +670,7 @@ mod tests {
         let mut stack = Stack::<f64>::new();
         stack.real(1.0);
         {
-            let mut room = stack.reserve(2, 1);
+            let mut room = stack.reserve(2, 1, 0);
             room.real(2.0);
             room.bits(7);
             room.real(3.0);
@@ -567,10 +680,61 @@ mod tests {
     }
 
     #[test]
+    fn decisions_come_back_in_reverse_order_across_words() {
+        // Pushes and pops interleaved over several words, into reserved
+        // room and not, against a `Vec<bool>` kept alongside.
+        let mut stack = Stack::<f64>::new();
+        let mut expected = Vec::new();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut coin = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state & 1 == 1
+        };
+        for round in 0..40 {
+            let pushes = 1 + (round * 37) % 150;
+            if round % 2 == 0 {
+                let mut room = stack.reserve(0, 0, pushes);
+                for _ in 0..pushes {
+                    let set = coin();
+                    room.flag(set);
+                    expected.push(set);
+                }
+            } else {
+                for _ in 0..pushes {
+                    let set = coin();
+                    stack.flag(set);
+                    expected.push(set);
+                }
+            }
+            assert_eq!(stack.stats().decisions, expected.len());
+            assert_eq!(stack.stats().bytes_used, expected.len().div_ceil(64) * 8);
+            let pops = (round * 53) % (expected.len() + 1);
+            for _ in 0..pops {
+                assert_eq!(stack.pop_flag(), expected.pop().unwrap());
+            }
+        }
+        while let Some(set) = expected.pop() {
+            assert_eq!(stack.pop_flag(), set);
+        }
+        assert!(stack.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "more values than it reserved")]
+    fn flagging_past_the_room_panics() {
+        let mut stack = Stack::<f64>::new();
+        let mut room = stack.reserve(0, 0, 1);
+        room.flag(true);
+        room.flag(false);
+    }
+
+    #[test]
     #[should_panic(expected = "more values than it reserved")]
     fn pushing_past_the_room_panics() {
         let mut stack = Stack::<f64>::new();
-        let mut room = stack.reserve(1, 0);
+        let mut room = stack.reserve(1, 0, 0);
         room.real(1.0);
         room.real(2.0);
     }
@@ -579,6 +743,15 @@ mod tests {
     #[should_panic(expected = "more values than its forward pass kept")]
     fn reading_past_the_bottom_panics() {
         Stack::<f64>::new().pop_real();
+    }
+
+    #[test]
+    #[should_panic(expected = "read more values than its forward pass kept")]
+    fn reading_a_decision_past_the_bottom_panics() {
+        let mut stack = Stack::<f64>::new();
+        stack.flag(true);
+        assert!(stack.pop_flag());
+        stack.pop_flag();
     }
 
     #[test]

@@ -492,7 +492,8 @@ impl Passes<'_> {
             StmtKind::If { cond, then, els } => {
                 let decision = decision_local(stmt.id);
                 let value = if plan.push_decision[stmt.id] {
-                    self.pop_bits(quote!(bool))
+                    let stack = self.stack();
+                    quote!(#stack.pop_flag())
                 } else {
                     self.value(cond, Side::Adjoint)
                 };

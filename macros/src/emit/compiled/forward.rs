@@ -38,7 +38,7 @@ impl Passes<'_> {
         let body = self.fwd_block(&self.function.body, &mut frames);
         let prologue = self.struct_prologue();
         let declarations = self.result_declarations();
-        let value = self.result_value();
+        let value = self.returned_value();
         quote! {
             #prologue
             #declarations
@@ -75,6 +75,23 @@ impl Passes<'_> {
                 let result = self.name(self.function.result);
                 quote!(#result)
             }
+        }
+    }
+
+    /// What the forward pass returns: the result, given to its
+    /// `ResultUse` where it is a real (forward-over-reverse drops its
+    /// derivatives, and with them the code computing only those).
+    fn returned_value(&self) -> TokenStream {
+        let value = self.result_value();
+        let real = self.function.result_struct.is_none()
+            && self.signature.struct_output().is_none()
+            && self.signature.buffer_output().is_none()
+            && self.recording.get() != Recording::Replay;
+        if real {
+            let result_use = names::result_use();
+            quote!(::deltad::__private::ResultUse::result(#result_use, #value))
+        } else {
+            value
         }
     }
 
@@ -197,6 +214,19 @@ impl Passes<'_> {
         }
         let rec = self.rec();
         quote!(::deltad::__private::Record::real(#rec, #value);)
+    }
+
+    /// Pushes the decision `value` (a `bool`) as one bit.
+    pub(crate) fn push_flag(&self, value: TokenStream) -> TokenStream {
+        if self.recording.get() == Recording::Silent {
+            return TokenStream::new();
+        }
+        if self.in_room.get() {
+            let room = names::room();
+            return quote!(::deltad::__private::Reserved::flag(&mut #room, #value););
+        }
+        let rec = self.rec();
+        quote!(::deltad::__private::Record::flag(#rec, #value);)
     }
 
     pub(crate) fn push_bits(&self, value: TokenStream) -> TokenStream {
@@ -396,7 +426,7 @@ impl Passes<'_> {
                 }
                 Frame::If { stmt, branch } => {
                     if plan.has_reverse[stmt] && plan.push_decision[stmt] {
-                        pushes.push(self.push_bits(quote!(#branch)));
+                        pushes.push(self.push_flag(quote!(#branch)));
                     }
                 }
                 Frame::Match { stmt, arm } => {
@@ -470,7 +500,7 @@ impl Passes<'_> {
                 let els = els.unwrap_or_default();
                 if plan.has_reverse[stmt.id] && plan.push_decision[stmt.id] {
                     let decision = decision_local(stmt.id);
-                    let push = self.push_bits(quote!(#decision));
+                    let push = self.push_flag(quote!(#decision));
                     quote! {
                         let #decision: bool = #cond;
                         if #decision #then #els
@@ -538,7 +568,8 @@ impl Passes<'_> {
                 if plan.loops[*id] == LoopPlan::Checkpointed && plan.has_reverse[stmt.id] {
                     return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
                 }
-                if let Some((reals, words)) = self.room_per_iteration(stmt) {
+                if let Some(pushes) = self.room_per_iteration(stmt) {
+                    let (reals, words, flags) = (pushes.reals, pushes.words, pushes.flags);
                     // Room for every push of the loop, reserved before it
                     // (and for its trip count, pushed after it, when the
                     // adjoint cannot count the range again).
@@ -560,7 +591,7 @@ impl Passes<'_> {
                     return quote! {{
                         let #walk = #range;
                         let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
-                        let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own);
+                        let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own, #count * #flags);
                         #looped
                     }};
                 }
@@ -610,7 +641,7 @@ impl Passes<'_> {
                 if let Some(leave) = self.leaves_replay(None) {
                     return quote!({ #chain #leave });
                 }
-                let result = self.result_value();
+                let result = self.returned_value();
                 quote!({ #chain return #result; })
             }
             StmtKind::Block(block) => self.fwd_block(block, frames),

@@ -1,15 +1,16 @@
 //! Kept partials and values (`analyze/keep.rs`) in the emitted passes:
 //! the forward pass evaluates each kept math node through its rule before
-//! the value that contains it, pushes its partials (and its value where
-//! the adjoint reads it) and uses the value; the adjoint pops them (in
-//! reverse) into locals its expression adjoint uses instead of calling the
-//! rule again.
+//! the value that contains it, pushes its partials (of `max`/`min`: which
+//! operand was returned, as a decision) and its value where the adjoint
+//! reads it, and uses the value; the adjoint pops them (in reverse) into
+//! locals its expression adjoint uses instead of calling the rule again.
 
 use std::collections::HashMap;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
+use super::reserve::Pushes;
 use super::values::Side;
 use super::Passes;
 use crate::analyze::keep::kept_partials;
@@ -61,10 +62,17 @@ impl Passes<'_> {
                 Rule::Unary => quote!(unary_rules),
                 _ => quote!(multi_rules),
             };
-            let pushes: Vec<TokenStream> = partials
-                .iter()
-                .map(|p| self.push_real(quote!(#p)))
-                .collect();
+            let pushes: Vec<TokenStream> = if kept.choice {
+                // The first operand's partial is 1 exactly when it was
+                // returned.
+                let first = &partials[0];
+                vec![self.push_flag(quote!(!::deltad::__private::Scalar::is_zero(&#first)))]
+            } else {
+                partials
+                    .iter()
+                    .map(|p| self.push_real(quote!(#p)))
+                    .collect()
+            };
             let value_push = kept.value.then(|| self.push_real(quote!(#local)));
             before.push(quote! {
                 let (#local, #(#partials),*) = ::deltad::__private::#module::#name(#(#values),*);
@@ -115,8 +123,23 @@ impl Passes<'_> {
             let partials: Vec<syn::Ident> = (0..real_arity(math, args.len()))
                 .map(|_| self.fresh_kept("partial"))
                 .collect();
-            for partial in partials.iter().rev() {
-                pops.push(quote!(let #partial: #s = #stack.pop_real();));
+            if kept.choice {
+                let (first, second) = (&partials[0], &partials[1]);
+                let (one, zero) = (
+                    quote!(<#s as ::deltad::__private::Scalar>::one()),
+                    quote!(<#s as ::deltad::__private::Scalar>::zero()),
+                );
+                pops.push(quote! {
+                    let (#first, #second): (#s, #s) = if #stack.pop_flag() {
+                        (#one, #zero)
+                    } else {
+                        (#zero, #one)
+                    };
+                });
+            } else {
+                for partial in partials.iter().rev() {
+                    pops.push(quote!(let #partial: #s = #stack.pop_real();));
+                }
             }
             map.insert(kept.node as *const Expr, (partials, value));
         }
@@ -139,17 +162,20 @@ impl Passes<'_> {
         self.useful(var) && matches!(op, AssignOp::Set | AssignOp::Add | AssignOp::Sub)
     }
 
-    /// How many reals the forward pass keeps for `value`.
-    pub(crate) fn kept_count(&self, value: &Expr) -> usize {
-        kept_partials(value, &self.analysis.active)
-            .iter()
-            .map(|kept| match &kept.node.kind {
-                ExprKind::Math { math, args, .. } => {
-                    real_arity(math, args.len()) + usize::from(kept.value)
+    /// What the forward pass keeps for `value`.
+    pub(crate) fn kept_pushes(&self, value: &Expr) -> Pushes {
+        let mut pushes = Pushes::default();
+        for kept in kept_partials(value, &self.analysis.active) {
+            if let ExprKind::Math { math, args, .. } = &kept.node.kind {
+                if kept.choice {
+                    pushes.flags += 1;
+                } else {
+                    pushes.reals += real_arity(math, args.len());
                 }
-                _ => 0,
-            })
-            .sum()
+                pushes.reals += usize::from(kept.value);
+            }
+        }
+        pushes
     }
 
     fn fresh_kept(&self, what: &str) -> syn::Ident {

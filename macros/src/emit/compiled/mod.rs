@@ -99,9 +99,19 @@ pub(crate) mod names {
     pub(crate) fn out() -> Ident {
         ident("__deltad_out")
     }
+
+    /// The forward pass's [`ResultUse`](deltad::__private::ResultUse).
+    pub(crate) fn result_use() -> Ident {
+        ident("__deltad_use")
+    }
 }
 
 pub(crate) const FWD_FN: &str = "__deltad_fwd";
+/// The forward pass for a caller that reads only the result's machine
+/// value (forward-over-reverse), see `ResultUse`.
+pub(crate) const FWD_UNVALUED_FN: &str = "__deltad_fwd_unvalued";
+/// The forward pass's body, which both forward passes call.
+const FWD_BODY_FN: &str = "__deltad_fwd_body";
 pub(crate) const ADJ_FN: &str = "__deltad_adj";
 
 impl<'a> Passes<'a> {
@@ -391,16 +401,48 @@ impl<'a> Passes<'a> {
         } else {
             quote!(#[inline])
         };
+        let (fwd_body_fn, fwd_unvalued_fn) = (
+            Ident::new(FWD_BODY_FN, Span::call_site()),
+            Ident::new(FWD_UNVALUED_FN, Span::call_site()),
+        );
+        let result_use = names::result_use();
+        let param_names: Vec<&Ident> = self
+            .function
+            .params
+            .iter()
+            .map(|&var| self.name(var))
+            .collect();
+        // The two forward passes differ only in what they do with the
+        // result: one body, given the `ResultUse` as an argument.
+        let entry = |name: &Ident, used: TokenStream| {
+            quote! {
+                #[doc(hidden)]
+                #[inline(always)]
+                #[allow(unused_mut, clippy::all)]
+                pub fn #name<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
+                    #rec: &mut __DeltadR,
+                    #(#params),*
+                ) -> #output #where_clause {
+                    #fwd_body_fn(#rec, #used, #(#param_names),*)
+                }
+            }
+        };
+        let valued_entry = entry(&fwd_fn, quote!(::deltad::__private::Valued));
+        let unvalued_entry = entry(&fwd_unvalued_fn, quote!(::deltad::__private::Unvalued));
         let items = quote! {
             #[doc(hidden)]
             #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
-            pub fn #fwd_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
+            pub fn #fwd_body_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>, __DeltadV: ::deltad::__private::ResultUse>(
                 #rec: &mut __DeltadR,
+                #result_use: __DeltadV,
                 #(#params),*
             ) -> #output #where_clause {
                 #forward
             }
+
+            #valued_entry
+            #unvalued_entry
 
             #[doc(hidden)]
             #inline

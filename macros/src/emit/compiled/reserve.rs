@@ -12,13 +12,72 @@ use super::Passes;
 use crate::analyze::{Establish, LoopPlan};
 use crate::ir::{Block, ExprKind, Stmt, StmtKind};
 
-/// An upper bound on the pushes of one execution: (reals, words).
-type Pushes = Option<(usize, usize)>;
+/// What one execution pushes at most on each lane of the stack.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pushes {
+    pub(crate) reals: usize,
+    pub(crate) words: usize,
+    /// Decisions (one bit each).
+    pub(crate) flags: usize,
+}
+
+impl Pushes {
+    const NONE: Pushes = Pushes {
+        reals: 0,
+        words: 0,
+        flags: 0,
+    };
+
+    fn reals(reals: usize) -> Pushes {
+        Pushes {
+            reals,
+            ..Pushes::NONE
+        }
+    }
+
+    fn words(words: usize) -> Pushes {
+        Pushes {
+            words,
+            ..Pushes::NONE
+        }
+    }
+
+    fn flags(flags: usize) -> Pushes {
+        Pushes {
+            flags,
+            ..Pushes::NONE
+        }
+    }
+
+    pub(crate) fn is_none(self) -> bool {
+        self == Pushes::NONE
+    }
+
+    /// The pushes of one execution that runs one of `self` and `other`.
+    fn either(self, other: Pushes) -> Pushes {
+        Pushes {
+            reals: self.reals.max(other.reals),
+            words: self.words.max(other.words),
+            flags: self.flags.max(other.flags),
+        }
+    }
+}
+
+impl core::ops::Add for Pushes {
+    type Output = Pushes;
+    fn add(self, other: Pushes) -> Pushes {
+        Pushes {
+            reals: self.reals + other.reals,
+            words: self.words + other.words,
+            flags: self.flags + other.flags,
+        }
+    }
+}
 
 impl Passes<'_> {
     /// For a `for` statement whose iterations push a bounded number of
     /// values (and at least one): that bound per iteration.
-    pub(crate) fn room_per_iteration(&self, stmt: &Stmt) -> Option<(usize, usize)> {
+    pub(crate) fn room_per_iteration(&self, stmt: &Stmt) -> Option<Pushes> {
         let plan = &self.analysis.plan;
         let StmtKind::For { body, .. } = &stmt.kind else {
             return None;
@@ -30,16 +89,16 @@ impl Passes<'_> {
         if self.recording.get() == super::Recording::Silent {
             return None;
         }
-        self.block_pushes(body)
-            .filter(|&(reals, words)| reals + words > 0)
+        self.block_pushes(body).filter(|pushes| !pushes.is_none())
     }
 
-    pub(crate) fn block_pushes(&self, block: &Block) -> Pushes {
+    /// An upper bound on what one execution of `block` pushes (`None`: no
+    /// bound known when it starts).
+    pub(crate) fn block_pushes(&self, block: &Block) -> Option<Pushes> {
         let plan = &self.analysis.plan;
-        let mut total = (0, 0);
+        let mut total = Pushes::NONE;
         for stmt in &block.stmts {
-            let (reals, words) = self.stmt_pushes(stmt)?;
-            total = (total.0 + reals, total.1 + words);
+            total = total + self.stmt_pushes(stmt)?;
         }
         // The block's end: its popped variables.
         for stmt in &block.stmts {
@@ -51,23 +110,22 @@ impl Passes<'_> {
                     return None;
                 }
                 if self.active(*var) {
-                    total.0 += 1;
+                    total.reals += 1;
                 } else {
-                    total.1 += 1;
+                    total.words += 1;
                 }
             } else if plan.establish_len[*var] == Establish::Pop {
-                total.1 += 1;
+                total.words += 1;
             }
         }
         if plan.codes[block.id] {
-            total.1 += 1;
+            total.words += 1;
         }
         Some(total)
     }
 
-    fn stmt_pushes(&self, stmt: &Stmt) -> Pushes {
+    fn stmt_pushes(&self, stmt: &Stmt) -> Option<Pushes> {
         let plan = &self.analysis.plan;
-        let max = |a: (usize, usize), b: (usize, usize)| (a.0.max(b.0), a.1.max(b.1));
         Some(match &stmt.kind {
             StmtKind::Let {
                 var,
@@ -76,28 +134,28 @@ impl Passes<'_> {
                 if self.is_active(init) {
                     return None;
                 }
-                (0, 0)
+                Pushes::NONE
             }
             // A value whose adjoint runs: its kept partials.
             StmtKind::Let {
                 var,
                 init: Some(init),
-            } if self.let_keeps(*var, init) => (self.kept_count(init), 0),
-            StmtKind::Let { .. } | StmtKind::Effect(_) => (0, 0),
+            } if self.let_keeps(*var, init) => self.kept_pushes(init),
+            StmtKind::Let { .. } | StmtKind::Effect(_) => Pushes::NONE,
             StmtKind::Assign {
                 place, op, value, ..
             } => {
                 let var = place.var();
                 let kept = if self.assign_keeps(var, *op) {
-                    self.kept_count(value)
+                    self.kept_pushes(value)
                 } else {
-                    0
+                    Pushes::NONE
                 };
                 let saved = plan.saves[stmt.id];
                 match (saved, self.active(var)) {
-                    (false, _) => (kept, 0),
-                    (true, true) => (kept + 1, 0),
-                    (true, false) => (kept, 1),
+                    (false, _) => kept,
+                    (true, true) => kept + Pushes::reals(1),
+                    (true, false) => kept + Pushes::words(1),
                 }
             }
             StmtKind::If { then, els, .. } => {
@@ -106,27 +164,26 @@ impl Passes<'_> {
                 let then = self.block_pushes(then)?;
                 let els = match els {
                     Some(els) => self.block_pushes(els)?,
-                    None => (0, 0),
+                    None => Pushes::NONE,
                 };
-                let branches = max(then, els);
-                (branches.0, branches.1 + decision)
+                then.either(els) + Pushes::flags(decision)
             }
             StmtKind::Match { arms, .. } => {
-                let mut most = (0, 0);
+                let mut most = Pushes::NONE;
                 for arm in arms {
-                    most = max(most, self.block_pushes(&arm.body)?);
+                    most = most.either(self.block_pushes(&arm.body)?);
                 }
-                (most.0, most.1 + usize::from(plan.has_reverse[stmt.id]))
+                most + Pushes::words(usize::from(plan.has_reverse[stmt.id]))
             }
             StmtKind::For { id, body, .. }
             | StmtKind::While { id, body, .. }
             | StmtKind::Loop { id, body } => {
                 // An inner loop may only be free of pushes.
                 let counted = plan.has_reverse[stmt.id] && plan.loops[*id] == LoopPlan::Counted;
-                if counted || self.block_pushes(body)? != (0, 0) {
+                if counted || !self.block_pushes(body)?.is_none() {
                     return None;
                 }
-                (0, 0)
+                Pushes::NONE
             }
             StmtKind::Block(block) => self.block_pushes(block)?,
             StmtKind::Break { .. } | StmtKind::Continue { .. } | StmtKind::Return => return None,

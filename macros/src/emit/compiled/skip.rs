@@ -24,7 +24,10 @@ impl Passes<'_> {
     /// loop can be skipped otherwise.
     pub(crate) fn nonzero_inflow(&self, body: &Block) -> Option<TokenStream> {
         let plan = &self.analysis.plan;
-        if self.block_pushes(body) != Some((0, 0)) {
+        if !self
+            .block_pushes(body)
+            .is_some_and(|pushes| pushes.is_none())
+        {
             return None;
         }
         let mut declared = Vec::new();
