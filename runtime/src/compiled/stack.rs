@@ -176,15 +176,19 @@ impl<S: Scalar> Record<S> for Stack<S> {
         self.reals.reserve(reals);
         self.bits.reserve(words);
         // The room keeps the last, partly filled word of decisions itself
-        // until it is dropped.
+        // until it is dropped (if it takes any decisions: most loops'
+        // rooms, often reserved once per iteration of an outer loop, do not
+        // touch the decisions at all).
         let flag_count = self.flag_count;
-        let (full, filled) = (flag_count / 64, flag_count % 64);
-        let pending = match self.flags.get(full) {
-            Some(word) if filled != 0 => word & ((1 << filled) - 1),
-            _ => 0,
-        };
-        self.flags.truncate(full);
-        self.flags.reserve((flag_count + flags).div_ceil(64) - full);
+        let mut pending = 0;
+        if flags != 0 {
+            let (full, filled) = (flag_count / 64, flag_count % 64);
+            if let Some(word) = self.flags.get(full) {
+                pending = word & ((1 << filled) - 1);
+            }
+            self.flags.truncate(full);
+            self.flags.reserve((flag_count + flags).div_ceil(64) - full);
+        }
         StackRoom {
             reals_end: self.reals.len() + reals,
             words_end: self.bits.len() + words,
@@ -241,6 +245,10 @@ pub struct StackRoom<'a, S> {
 impl<S> Drop for StackRoom<'_, S> {
     #[inline(always)]
     fn drop(&mut self) {
+        if self.flags_end == self.stack.flag_count {
+            // Room for no decisions.
+            return;
+        }
         if self.flag_count % 64 != 0 {
             self.stack.flags.push(self.pending);
         }
@@ -382,6 +390,15 @@ impl<S: Scalar> Stack<S> {
             Some(bits) => (bits >> (at % 64)) & 1 == 1,
             None => underflow(),
         }
+    }
+
+    /// True if any of the stack's buffers has memory.
+    #[inline(always)]
+    fn holds_memory(&self) -> bool {
+        self.reals.capacity() != 0
+            || self.bits.capacity() != 0
+            || self.flags.capacity() != 0
+            || self.buffers.capacity() != 0
     }
 
     /// True if nothing is kept.
@@ -619,7 +636,17 @@ pub fn checkpoint_segment(total: usize) -> usize {
 /// per-thread pool (its cost is most of a small function's gradient).
 #[inline(always)]
 pub fn with_empty_stack<S: Scalar, R>(f: impl FnOnce(&mut Stack<S>) -> R) -> R {
-    f(&mut Stack::default())
+    let mut stack = core::mem::ManuallyDrop::new(Stack::default());
+    let result = f(&mut stack);
+    // Dropped only if something was pushed after all: where the passes
+    // keep nothing, the optimiser sees that every buffer is still without
+    // memory and removes the drop (a call to it costs more than a small
+    // function's whole gradient).
+    if stack.holds_memory() {
+        // SAFETY: `stack` is not used again.
+        unsafe { core::mem::ManuallyDrop::drop(&mut stack) }
+    }
+    result
 }
 
 /// Runs `f` with an empty stack of `S` (reused per thread for the machine
