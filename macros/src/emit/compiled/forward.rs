@@ -204,41 +204,35 @@ impl Passes<'_> {
         }
     }
 
+    /// Pushes a real.
     pub(crate) fn push_real(&self, value: TokenStream) -> TokenStream {
-        if self.recording.get() == Recording::Silent {
-            return TokenStream::new();
-        }
-        if self.in_room.get() {
-            let room = names::room();
-            return quote!(::deltad::__private::Reserved::real(&mut #room, #value););
-        }
-        let rec = self.rec();
-        quote!(::deltad::__private::Record::real(#rec, #value);)
+        self.push_to("real", value)
     }
 
     /// Pushes the decision `value` (a `bool`) as one bit.
     pub(crate) fn push_flag(&self, value: TokenStream) -> TokenStream {
-        if self.recording.get() == Recording::Silent {
-            return TokenStream::new();
-        }
-        if self.in_room.get() {
-            let room = names::room();
-            return quote!(::deltad::__private::Reserved::flag(&mut #room, #value););
-        }
-        let rec = self.rec();
-        quote!(::deltad::__private::Record::flag(#rec, #value);)
+        self.push_to("flag", value)
     }
 
+    /// Pushes a discrete value as a word.
     pub(crate) fn push_bits(&self, value: TokenStream) -> TokenStream {
+        self.push_to("bits", quote!(::deltad::__private::Bits::to_bits(#value)))
+    }
+
+    /// `value` pushed by the `Record`/`Reserved` method `lane` (into the
+    /// loop's reserved room where there is one; nothing where nothing is
+    /// kept).
+    fn push_to(&self, lane: &str, value: TokenStream) -> TokenStream {
         if self.recording.get() == Recording::Silent {
             return TokenStream::new();
         }
+        let lane = syn::Ident::new(lane, Span::call_site());
         if self.in_room.get() {
             let room = names::room();
-            return quote!(::deltad::__private::Reserved::bits(&mut #room, ::deltad::__private::Bits::to_bits(#value)););
+            return quote!(::deltad::__private::Reserved::#lane(&mut #room, #value););
         }
         let rec = self.rec();
-        quote!(::deltad::__private::Record::bits(#rec, ::deltad::__private::Bits::to_bits(#value));)
+        quote!(::deltad::__private::Record::#lane(#rec, #value);)
     }
 
     pub(crate) fn fwd_block(&self, block: &Block, frames: &mut Vec<Frame>) -> TokenStream {
