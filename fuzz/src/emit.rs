@@ -545,8 +545,16 @@ fn run(w: &mut Writer, f: &Func) {
     w.line(&format!(
         "let vjp = |p: &[f64], t: f64| {{ let (v, g) = {name}::vjp({args}, t); (v, flatten(g)) }};"
     ));
+    w.line(&format!(
+        "let hvp = |p: &[f64], s: &[f64]| flatten({name}::hvp({args}, &{name}::Grad {{ {} }}));",
+        tangent.join(", ")
+    ));
+    w.line(&format!(
+        "let tape_hvp = |p: &[f64], s: &[f64]| flatten_tape(tape::{name}::hvp({args}, &tape::{name}::Grad {{ {} }}));",
+        tangent.join(", ")
+    ));
     w.line(
-        "check_point(&x, &eval, &value_and_grad, &tape_value_and_grad, &jvp, &vjp, &mut rng, out);",
+        "check_point(&x, &eval, &value_and_grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",
     );
     w.indent -= 1;
     w.line("}");

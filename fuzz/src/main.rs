@@ -5,7 +5,8 @@ const USAGE: &str = "usage: deltad-fuzz [--seed S] [--programs N] [--batch B] [-
 [--no-shrink] [--dir NAME] [--replay PROGRAM_SEED]\n\
 Generates N random #[differentiate] programs from seed S, compiles them B per crate under \
 target/fuzz-programs/NAME, and checks each at P random points (gradient against finite \
-differences, jvp against vjp, values against the function). Failing programs are shrunk and \
+differences, jvp against vjp, the two engines' gradients and hvps against each other, values \
+against the function). Failing programs are shrunk and \
 written as reproducers under target/fuzz-programs/reproducers/. --replay checks (and shrinks) \
 the one program with that program seed, as printed with each failure.";
 

@@ -115,6 +115,8 @@ pub fn check_point(
     tape_value_and_grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
     jvp: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
     vjp: &dyn Fn(&[f64], f64) -> (f64, Vec<f64>),
+    hvp: &dyn Fn(&[f64], &[f64]) -> Vec<f64>,
+    tape_hvp: &dyn Fn(&[f64], &[f64]) -> Vec<f64>,
     rng: &mut Rng,
     out: &mut Outcome,
 ) {
@@ -219,5 +221,21 @@ pub fn check_point(
         out.failures.push(format!(
             "dot product: t·(J s) = {lhs:e} but <Jᵀt, s> = {rhs:e} at x = {x:?}, s = {s:?}, t = {t}"
         ));
+        return;
+    }
+    // Second order: H·s by forward-over-reverse on both engines (the
+    // compiled path's forward pass drops the tangent of the value, and keeps
+    // decisions as bits). As with the gradients, the engines add the same
+    // products in different orders: 1e-8 of max(1, |component|).
+    let (hv, tape_hv) = (hvp(x, &s), tape_hvp(x, &s));
+    for i in 0..x.len() {
+        let tol = 1e-8 * tape_hv[i].abs().max(1.0);
+        if !((hv[i] - tape_hv[i]).abs() <= tol) && !same(hv[i], tape_hv[i]) {
+            out.failures.push(format!(
+                "hvp: component {i}: compiled {:e}, tape {:e} at x = {x:?}, s = {s:?}; H·s {hv:?} vs {tape_hv:?}",
+                hv[i], tape_hv[i]
+            ));
+            return;
+        }
     }
 }
