@@ -520,38 +520,32 @@ fn run(w: &mut Writer, f: &Func) {
     }
     w.line(&format!("let x = rng.vec({at}, -1.5, 1.5);"));
     w.line(&format!("let eval = |p: &[f64]| {name}({args});"));
-    w.line(&format!(
-        "let flatten = |g: {name}::Grad| {{ let mut flat: Vec<f64> = Vec::new(); {} flat }};",
-        flatten.join(" ")
-    ));
-    w.line(&format!(
-        "let flatten_tape = |g: tape::{name}::Grad| {{ let mut flat: Vec<f64> = Vec::new(); {} flat }};",
-        flatten.join(" ")
-    ));
-    w.line(&format!(
-        "let value_and_grad = |p: &[f64]| {{ let (v, g) = {name}::value_and_grad({args}); (v, flatten(g)) }};"
-    ));
-    w.line(&format!(
-        "let tape_value_and_grad = |p: &[f64]| {{ let (v, g) = tape::{name}::value_and_grad({args}); (v, flatten_tape(g)) }};"
-    ));
+    // The same closures for the function as generated and for its copy
+    // forced onto the tape.
+    let grad_of_s = |module: &str| format!("&{module}{name}::Grad {{ {} }}", tangent.join(", "));
+    for (module, prefix) in [("", ""), ("tape::", "tape_")] {
+        w.line(&format!(
+            "let {prefix}flatten = |g: {module}{name}::Grad| {{ let mut flat: Vec<f64> = Vec::new(); {} flat }};",
+            flatten.join(" ")
+        ));
+        w.line(&format!(
+            "let {prefix}value_and_grad = |p: &[f64]| {{ let (v, g) = {module}{name}::value_and_grad({args}); (v, {prefix}flatten(g)) }};"
+        ));
+        w.line(&format!(
+            "let {prefix}hvp = |p: &[f64], s: &[f64]| {prefix}flatten({module}{name}::hvp({args}, {}));",
+            grad_of_s(module)
+        ));
+    }
     w.line(&format!(
         "out.compiled = {name}::tape_stats({args_at_x}).compiled;",
         args_at_x = args.replace("p[", "x[").replace("&p[", "&x[")
     ));
     w.line(&format!(
-        "let jvp = |p: &[f64], s: &[f64]| {name}::jvp({args}, &{name}::Grad {{ {} }});",
-        tangent.join(", ")
+        "let jvp = |p: &[f64], s: &[f64]| {name}::jvp({args}, {});",
+        grad_of_s("")
     ));
     w.line(&format!(
         "let vjp = |p: &[f64], t: f64| {{ let (v, g) = {name}::vjp({args}, t); (v, flatten(g)) }};"
-    ));
-    w.line(&format!(
-        "let hvp = |p: &[f64], s: &[f64]| flatten({name}::hvp({args}, &{name}::Grad {{ {} }}));",
-        tangent.join(", ")
-    ));
-    w.line(&format!(
-        "let tape_hvp = |p: &[f64], s: &[f64]| flatten_tape(tape::{name}::hvp({args}, &tape::{name}::Grad {{ {} }}));",
-        tangent.join(", ")
     ));
     w.line(
         "check_point(&x, &eval, &value_and_grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",

@@ -153,15 +153,12 @@ pub fn check_point(
         ));
         return;
     }
-    for i in 0..x.len() {
-        let tol = 1e-9 * tg[i].abs().max(1.0);
-        if !((g[i] - tg[i]).abs() <= tol) && !same(g[i], tg[i]) {
-            out.failures.push(format!(
-                "engines: component {i}: compiled {:e}, tape {:e} at x = {x:?}; gradients {g:?} vs {tg:?}",
-                g[i], tg[i]
-            ));
-            return;
-        }
+    if let Some(i) = disagreement(&g, &tg, 1e-9) {
+        out.failures.push(format!(
+            "engines: component {i}: compiled {:e}, tape {:e} at x = {x:?}; gradients {g:?} vs {tg:?}",
+            g[i], tg[i]
+        ));
+        return;
     }
     let mut all_trusted = true;
     for i in 0..x.len() {
@@ -228,14 +225,20 @@ pub fn check_point(
     // decisions as bits). As with the gradients, the engines add the same
     // products in different orders: 1e-8 of max(1, |component|).
     let (hv, tape_hv) = (hvp(x, &s), tape_hvp(x, &s));
-    for i in 0..x.len() {
-        let tol = 1e-8 * tape_hv[i].abs().max(1.0);
-        if !((hv[i] - tape_hv[i]).abs() <= tol) && !same(hv[i], tape_hv[i]) {
-            out.failures.push(format!(
-                "hvp: component {i}: compiled {:e}, tape {:e} at x = {x:?}, s = {s:?}; H·s {hv:?} vs {tape_hv:?}",
-                hv[i], tape_hv[i]
-            ));
-            return;
-        }
+    if let Some(i) = disagreement(&hv, &tape_hv, 1e-8) {
+        out.failures.push(format!(
+            "hvp: component {i}: compiled {:e}, tape {:e} at x = {x:?}, s = {s:?}; H·s {hv:?} vs {tape_hv:?}",
+            hv[i], tape_hv[i]
+        ));
     }
+}
+
+/// The first component where the compiled engine's `compiled` and the
+/// tape's `tape` differ by more than `relative` of max(1, |tape|) (equal
+/// values and two NaNs agree).
+fn disagreement(compiled: &[f64], tape: &[f64], relative: f64) -> Option<usize> {
+    (0..compiled.len()).find(|&i| {
+        let tol = relative * tape[i].abs().max(1.0);
+        !((compiled[i] - tape[i]).abs() <= tol) && !same(compiled[i], tape[i])
+    })
 }

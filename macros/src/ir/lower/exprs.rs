@@ -548,13 +548,7 @@ impl Lowerer {
             // Elements with calls or control flow: each computed in a
             // `let` of its own first, as the user would write them.
             SynExpr::Array(array) if array.elems.iter().any(calls_or_branches) => {
-                let mut elems = Vec::new();
-                for item in &array.elems {
-                    let value = self.expr(item, out)?;
-                    let temp = self.let_temp(value, item.span(), out);
-                    elems.push(Expr::new(ExprKind::Var(temp), item.span()));
-                }
-                NewBuffer::List(elems)
+                NewBuffer::List(self.lower_into_temps(&array.elems, out)?)
             }
             _ => match self.new_buffer(elements)? {
                 Some(new) => new,

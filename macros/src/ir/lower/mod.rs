@@ -15,7 +15,9 @@ use quote::format_ident;
 use syn::spanned::Spanned;
 use syn::{Ident, Lifetime};
 
-use super::{Block, Expr, Function, LoopId, LoopInfo, Origin, Stmt, StmtKind, Var, VarId, VarKind};
+use super::{
+    Block, Expr, ExprKind, Function, LoopId, LoopInfo, Origin, Stmt, StmtKind, Var, VarId, VarKind,
+};
 use crate::signature::{ParamKind, Signature};
 
 mod buffers;
@@ -318,6 +320,23 @@ impl Lowerer {
         );
         out.push(stmt);
         temp
+    }
+
+    /// Each of `items` lowered into a `let` of a fresh temporary of its
+    /// own, in order (tuple parts, array elements written in place): the
+    /// temporaries, read.
+    fn lower_into_temps<'e>(
+        &mut self,
+        items: impl IntoIterator<Item = &'e syn::Expr>,
+        out: &mut Vec<Stmt>,
+    ) -> Lowered<Vec<Expr>> {
+        let mut temps = Vec::new();
+        for item in items {
+            let value = self.expr(item, out)?;
+            let temp = self.let_temp(value, item.span(), out);
+            temps.push(Expr::new(ExprKind::Var(temp), item.span()));
+        }
+        Ok(temps)
     }
 
     /// A new empty block.

@@ -312,13 +312,7 @@ impl Lowerer {
         // variable the pattern shadows.
         let values: Vec<Expr> = match strip(init) {
             SynExpr::Tuple(tuple) if tuple.elems.len() == names.len() => {
-                let mut values = Vec::new();
-                for elem in &tuple.elems {
-                    let value = self.expr(elem, out)?;
-                    let temp = self.let_temp(value, elem.span(), out);
-                    values.push(Expr::new(ExprKind::Var(temp), elem.span()));
-                }
-                values
+                self.lower_into_temps(&tuple.elems, out)?
             }
             SynExpr::MethodCall(call)
                 if call.method == "sin_cos" && call.args.is_empty() && names.len() == 2 =>
