@@ -13,6 +13,7 @@
 mod accumulate;
 mod check;
 mod checkpoint;
+mod checkpointed_call;
 mod compiled;
 mod convert;
 mod custom;
@@ -119,9 +120,8 @@ pub mod ndarray {
 pub mod __private {
     pub use crate::accumulate::Accumulator;
     pub use crate::check::{flatten_value, leaf_of, perturb, unflatten_value, DerivativeCheck};
-    pub use crate::checkpoint::{
-        checkpointed_call, CheckpointRecorder, OwnedConstant, Rerun, Step,
-    };
+    pub use crate::checkpoint::{CheckpointRecorder, Step};
+    pub use crate::checkpointed_call::{checkpointed_call, CallArgs, OwnedConstant, Rerun};
     pub use crate::compiled::{
         add_twin_gradient, add_twins_gradient, leaf_constant, pooled_twins_values,
         pooled_twins_zeros, read_twin_adjoint, seed_recorded_and_sweep, twin_duals, twin_gradient,

@@ -22,7 +22,8 @@
 use core::cell::UnsafeCell;
 use core::fmt;
 
-use crate::checkpoint::{CallData, CheckpointData};
+use crate::checkpoint::CheckpointData;
+use crate::checkpointed_call::CallData;
 use crate::loops::LoopData;
 use crate::real::Real;
 use crate::scalar::Scalar;
@@ -779,10 +780,10 @@ impl<S> Tape<S> {
                     });
                 }
                 SpecialKind::CheckpointedCall(data) => {
-                    let inputs = data.input_ids();
+                    let inputs: Vec<u32> = data.input_ids().collect();
                     view.special = Some(SpecialView::CheckpointedCall {
-                        reads: reads(inputs),
-                        outputs: data.sizes().1 - inputs.len(),
+                        reads: reads(&inputs),
+                        outputs: data.output_count(),
                     });
                 }
             }
@@ -975,12 +976,34 @@ impl<S> Tape<S> {
         })
     }
 
+    /// Runs `look` on the most recent checkpointed call among the last few
+    /// special bindings (the call a new one may share its arguments with).
+    pub(crate) fn with_last_checkpointed_call<R>(
+        &self,
+        look: impl FnOnce(Option<&CallData<S>>) -> R,
+    ) -> R {
+        // A loop's step may record a few other special bindings between two
+        // calls; looking further back would make recording quadratic.
+        const LOOK_BACK: usize = 4;
+        let b = self.read();
+        let last =
+            b.specials
+                .iter()
+                .rev()
+                .take(LOOK_BACK)
+                .find_map(|special| match &special.kind {
+                    SpecialKind::CheckpointedCall(data) => Some(&**data),
+                    _ => None,
+                });
+        look(last)
+    }
+
     /// Records a checkpointed call with `outputs` output reals.
     pub(crate) fn push_checkpointed_call(&self, mut data: CallData<S>, outputs: usize) -> DeltaId
     where
         S: Copy,
     {
-        let inputs = data.input_ids().to_vec();
+        let inputs: Vec<u32> = data.input_ids().collect();
         self.push_special(&inputs, outputs, |first| {
             data.set_outputs(first);
             SpecialKind::CheckpointedCall(Box::new(data))

@@ -65,7 +65,7 @@ impl Generator<'_> {
         );
         let real = self.names.real_type();
         let reals = Ident::new("reals", Span::mixed_site());
-        let ids = Ident::new("ids", Span::mixed_site());
+        let args = Ident::new("args", Span::mixed_site());
         let constants = Ident::new("constants", Span::mixed_site());
         let record = Ident::new("record", Span::mixed_site());
         let cursor = Ident::new("cursor", Span::mixed_site());
@@ -88,23 +88,30 @@ impl Generator<'_> {
                 ::deltad::__private::Real::constant(value)
             }
         }};
+        // The reals are kept in blocks (`ends`): one per parameter that is
+        // not a real, one per run of real parameters, so that a block that
+        // repeats from call to call is kept once.
+        let end_block = quote!(#args.end_block(););
+        let mut scalars_pending = false;
         for param in &self.signature.params {
             let name = &param.name;
             let entry = syn::Index::from(constant_entries.len());
+            let is_real = matches!(param.kind, ParamKind::Real);
+            let blocked = !matches!(param.kind, ParamKind::Constant | ParamKind::Discrete);
+            if scalars_pending && blocked && !is_real {
+                keep.push(end_block.clone());
+                scalars_pending = false;
+            }
             let push_reals = |iter: TokenStream| {
                 quote! {
                     for real in #iter {
-                        #reals.push(real.value());
-                        #ids.push(real.raw_id());
+                        #args.push(real.value(), real.raw_id());
                     }
                 }
             };
             match &param.kind {
                 ParamKind::Real => {
-                    keep.push(quote! {
-                        #reals.push(#name.value());
-                        #ids.push(#name.raw_id());
-                    });
+                    keep.push(quote!(#args.push(#name.value(), #name.raw_id());));
                     rebuild_args.push(leaf.clone());
                 }
                 ParamKind::Slice { .. } | ParamKind::VecRef { .. } | ParamKind::Vec => {
@@ -139,8 +146,7 @@ impl Generator<'_> {
                     };
                     keep.push(quote! {
                         #d::map_twin(#twin, &mut |real: &::deltad::__private::Real<'_, #scalar>| {
-                            #reals.push(real.value());
-                            #ids.push(real.raw_id());
+                            #args.push(real.value(), real.raw_id());
                         });
                     });
                     // The structure (lengths, variants, discrete data) is
@@ -174,6 +180,14 @@ impl Generator<'_> {
                 }
                 ParamKind::InOut { .. } | ParamKind::Function { .. } => return TokenStream::new(),
             }
+            if is_real {
+                scalars_pending = true;
+            } else if blocked {
+                keep.push(end_block.clone());
+            }
+        }
+        if scalars_pending {
+            keep.push(end_block);
         }
         let constants_type = quote!((#(#constant_types,)*));
         // The function's own `where` clause, and the bounds on arguments
@@ -197,13 +211,12 @@ impl Generator<'_> {
         };
         let checkpointed_body = body(quote! {
             #(#receives)*
-            let mut #reals: ::std::vec::Vec<#scalar> = ::std::vec::Vec::new();
-            let mut #ids: ::std::vec::Vec<u32> = ::std::vec::Vec::new();
+            let mut #args = ::deltad::__private::CallArgs::new(#tape);
             #(#keep)*
             let #constants: #constants_type = (#(#constant_entries,)*);
             let __deltad_values = {
                 let scratch = ::deltad::__private::Tape::<#scalar>::forward_only();
-                let output = #rebuild_fn::<#(#consts,)* #scalar>(&scratch, &#reals, &#constants, false);
+                let output = #rebuild_fn::<#(#consts,)* #scalar>(&scratch, #args.values(), &#constants, false);
                 <#output_type as ::deltad::__private::Differentiable<#prim>>::map_twin(
                     &output,
                     &mut |real: &::deltad::__private::Real<'_, #scalar>| real.value(),
@@ -212,8 +225,7 @@ impl Generator<'_> {
             ::deltad::__private::checkpointed_call::<#prim, #scalar, #output_type>(
                 #tape,
                 __deltad_values,
-                #reals,
-                #ids,
+                #args,
                 ::std::boxed::Box::new(#constants),
                 #rerun_fn::<#(#consts,)* #scalar>,
             )
