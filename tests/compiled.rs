@@ -1748,3 +1748,69 @@ fn max_and_min_keep_which_operand_they_returned() {
     let (g, t) = agree!(spread, spread_tape, (&x), "spread of ties");
     same(&g.x, &t.x, "spread of ties");
 }
+
+/// A stencil whose forward pass keeps nothing: the adjoint evaluates the
+/// branch conditions and the values it needs again from the arguments.
+#[differentiate]
+fn stencil_keeping_nothing(x: &[f64], k: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let d = x[i + 1] - k * x[i] * x[i];
+        if x[i] > 0.0 {
+            s += d * d;
+        } else {
+            s -= d * x[i] * 0.5;
+        }
+    }
+    s
+}
+
+/// The same stencil, checking its arguments first.
+#[differentiate]
+fn stencil_checking_its_arguments(x: &[f64], k: f64) -> f64 {
+    assert!(x.len() > 2, "at least three points");
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        let d = x[i + 1] - k * x[i] * x[i];
+        s += d * d;
+    }
+    s
+}
+
+#[test]
+fn grad_runs_the_adjoint_alone_where_the_forward_pass_keeps_nothing() {
+    let x = [0.3, -0.7, 1.1, 0.4, -0.2, 0.9];
+    let k = 0.8;
+    // Nothing kept: `grad` needs only the adjoint, which reads the
+    // arguments; it gives what `value_and_grad` gives, to the bit, and
+    // agrees with central differences and with the tape.
+    let stats = stencil_keeping_nothing::tape_stats(&x, k);
+    assert!(stats.compiled && stats.bytes_used == 0, "{stats:?}");
+    let g = stencil_keeping_nothing::grad(&x, k);
+    let (value, with_value) = stencil_keeping_nothing::value_and_grad(&x, k);
+    assert_eq!(value, stencil_keeping_nothing(&x, k));
+    assert_eq!(g.x, with_value.x);
+    assert_eq!(g.k, with_value.k);
+    let mut flat = x.to_vec();
+    flat.push(k);
+    let f = |p: &[f64]| stencil_keeping_nothing(&p[..x.len()], p[x.len()]);
+    let mut gradient = g.x.clone();
+    gradient.push(g.k);
+    check_gradient(f, &flat, &gradient, "stencil");
+    // A second point where other branches are taken.
+    let y = [-0.3, 0.7, -1.1, -0.4, 0.2, 0.9];
+    let g = stencil_keeping_nothing::grad(&y, k);
+    let mut flat = y.to_vec();
+    flat.push(k);
+    let mut gradient = g.x.clone();
+    gradient.push(g.k);
+    check_gradient(f, &flat, &gradient, "stencil, other branches");
+}
+
+#[test]
+#[should_panic(expected = "at least three points")]
+fn grad_still_checks_the_arguments_a_function_asserts() {
+    // An assertion is something the forward pass does besides its value,
+    // so `grad` runs it: the derivative panics where the function does.
+    let _ = stencil_checking_its_arguments::grad(&[1.0, 2.0], 0.5);
+}

@@ -1244,3 +1244,48 @@ mod array_kept_at_an_early_exit {
         assert!(f::tape_stats(0.75, &[0.5, 1.5, -1.0]).compiled);
     }
 }
+
+/// Fuzz seed 54 p167 (seed 10031434016445931140): a call with constant
+/// arguments (computed as written, on plain values) whose array argument
+/// calls a closure of the body was emitted with the array as written; the
+/// compiled path inlines closures instead of defining them, so the call
+/// named a closure that did not exist (a compile error). The call now takes
+/// the array the lowering built of the elements. Checked on both engines
+/// against the closed form.
+mod constant_call_with_a_closure_in_an_array {
+    use deltad::differentiate;
+
+    #[differentiate]
+    pub fn h0(arr: [f64; 3]) -> f64 {
+        arr[0] * arr[1] - arr[2]
+    }
+
+    macro_rules! closure_in_array {
+        ($name:ident, $engine:meta) => {
+            #[$engine]
+            pub fn $name(x1: f64) -> f64 {
+                let c10 = |t11: f64| t11 * 2.0;
+                let v14 = h0([-1.5, c10(1.25), 1.0]);
+                x1 * v14 + h0([x1, c10(x1), 0.5])
+            }
+        };
+    }
+    closure_in_array!(f, differentiate);
+    closure_in_array!(f_tape, differentiate(tape));
+
+    #[test]
+    fn the_call_takes_the_array_built_of_its_elements() {
+        // v14 = -1.5 * 2.5 - 1 = -4.75; h0([x, 2x, 0.5]) = 2x² - 0.5.
+        for x in [-1.0, 0.25, 2.0] {
+            let expected = -4.75 * x + 2.0 * x * x - 0.5;
+            let derivative = -4.75 + 4.0 * x;
+            assert!((f(x) - expected).abs() < 1e-12);
+            let (value, g) = f::value_and_grad(x);
+            let (_, t) = f_tape::value_and_grad(x);
+            assert_eq!(value.to_bits(), f(x).to_bits());
+            assert!((g.x1 - derivative).abs() < 1e-12, "{} {derivative}", g.x1);
+            assert!((t.x1 - derivative).abs() < 1e-12, "{} {derivative}", t.x1);
+        }
+        assert!(f::tape_stats(0.5).compiled);
+    }
+}

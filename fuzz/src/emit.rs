@@ -547,8 +547,11 @@ fn run(w: &mut Writer, f: &Func) {
     w.line(&format!(
         "let vjp = |p: &[f64], t: f64| {{ let (v, g) = {name}::vjp({args}, t); (v, flatten(g)) }};"
     ));
+    w.line(&format!(
+        "let grad = |p: &[f64]| flatten({name}::grad({args}));"
+    ));
     w.line(
-        "check_point(&x, &eval, &value_and_grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",
+        "check_point(&x, &eval, &value_and_grad, &grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",
     );
     w.indent -= 1;
     w.line("}");

@@ -489,6 +489,58 @@ impl Generator<'_> {
         }
     }
 
+    /// True if `grad` may run the adjoint alone: the forward pass keeps
+    /// nothing for it (so the adjoint reads only the arguments), and does
+    /// nothing else that can be seen (no printing or assertions, no `&mut`
+    /// results), so its only product is the value, which `grad` drops.
+    /// (Reverse mode only: a forward-mode gradient is one pass anyway.)
+    fn adjoint_alone(&self) -> bool {
+        let Some(compiled) = self.compiled else {
+            return false;
+        };
+        let mut effects = false;
+        compiled.function.body.each_stmt(&mut |stmt| {
+            effects |= matches!(stmt.kind, crate::ir::StmtKind::Effect(_));
+        });
+        self.records_nothing
+            && !effects
+            && self.forward_input().is_none()
+            && matches!(self.signature.output, crate::signature::Output::Real)
+            && !self
+                .signature
+                .params
+                .iter()
+                .any(|p| matches!(p.kind, ParamKind::InOut { .. }))
+    }
+
+    /// `grad`'s body where the adjoint runs alone (`adjoint_alone`): the
+    /// gradient without computing the value.
+    pub(super) fn compiled_grad_body(&self) -> Option<TokenStream> {
+        if !self.adjoint_alone() {
+            return None;
+        }
+        let prim = &self.prim;
+        let grad = Ident::new("__deltad_grad", Span::mixed_site());
+        let zero = self.zero_grad();
+        let adj = Ident::new(ADJ_FN, Span::call_site());
+        let adj_args = self.pass_args(Scalar::Machine, true);
+        let sinks = self.pass_sinks(Scalar::Machine, &grad);
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let one = quote!(<#prim as ::deltad::__private::Primitive>::ONE);
+        let (_, run) = self.with_stack(
+            Scalar::Machine,
+            quote!(#adj(&mut *#stack, #(#adj_args,)* #one, #(#sinks),*);),
+        );
+        let (before, after) = self.struct_passes(&grad, false);
+        Some(quote! {
+            let mut #grad = #zero;
+            #before
+            #run;
+            #after
+            #grad
+        })
+    }
+
     pub(super) fn compiled_value_and_grad_body(&self, seed: Option<&Ident>) -> TokenStream {
         let prim = &self.prim;
         let grad = Ident::new("__deltad_grad", Span::mixed_site());

@@ -75,6 +75,10 @@ impl Generator<'_> {
             } else {
                 (self.grad_into_body(), self.value_and_grad_body())
             };
+            let grad_body = body(
+                self.compiled_grad_body()
+                    .unwrap_or_else(|| quote!(#value_and_grad_fn(#(#arg_names),*).1)),
+            );
             let grad_into_body = body(grad_into_body);
             let value_and_grad_body = body(value_and_grad_body);
             quote! {
@@ -87,7 +91,7 @@ impl Generator<'_> {
                 #[doc = #grad_doc]
                 #[inline]
                 pub fn #grad_fn #generics (#(#params),*) -> #grad_type #where_clause {
-                    #value_and_grad_fn(#(#arg_names),*).1
+                    #grad_body
                 }
 
                 #[doc = #value_and_grad_doc]

@@ -825,6 +825,19 @@ impl Passes<'_> {
             .zip(&written.args)
             .map(|(arg, as_written)| match arg {
                 CallArg::Value(value) => self.value(value, side),
+                // A list of elements (`[a, b]`, `&vec![..]`): the buffer the
+                // lowering built of them (they may call closures, which are
+                // inlined, not defined).
+                CallArg::Buffer(buffer)
+                    if self.function.vars[buffer.var].origin == crate::ir::Origin::Temp =>
+                {
+                    let name = self.name(buffer.var);
+                    if buffer.by_value {
+                        quote!(::core::clone::Clone::clone(&#name))
+                    } else {
+                        quote!(&#name)
+                    }
+                }
                 CallArg::Plain(_) | CallArg::Buffer(_) | CallArg::Struct { .. } => {
                     quote!(#as_written)
                 }
