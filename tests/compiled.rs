@@ -1805,6 +1805,30 @@ fn grad_runs_the_adjoint_alone_where_the_forward_pass_keeps_nothing() {
     let mut gradient = g.x.clone();
     gradient.push(g.k);
     check_gradient(f, &flat, &gradient, "stencil, other branches");
+    // Forward over reverse runs the adjoint alone too: each Hessian row
+    // against central differences of the gradient (step 1e-6: error
+    // O(1e-10) for these O(1) third derivatives).
+    let rows = stencil_keeping_nothing::hessian(&y, k);
+    for (i, row) in rows.iter().enumerate() {
+        let h = 1e-6;
+        let at = |shift: f64| {
+            let mut p = flat.clone();
+            p[i] += shift;
+            let g = stencil_keeping_nothing::grad(&p[..y.len()], p[y.len()]);
+            let mut flat_g = g.x;
+            flat_g.push(g.k);
+            flat_g
+        };
+        let (up, down) = (at(h), at(-h));
+        let expected: Vec<f64> = up
+            .iter()
+            .zip(&down)
+            .map(|(u, d)| (u - d) / (2.0 * h))
+            .collect();
+        let mut actual = row.x.clone();
+        actual.push(row.k);
+        assert_close(&actual, &expected, "Hessian row");
+    }
 }
 
 #[test]

@@ -693,8 +693,8 @@ impl Generator<'_> {
     }
 
     /// One forward-over-reverse evaluation with tangents from the `Seeds`
-    /// local `seeds`: an expression `(value, Grad of the adjoints' values
-    /// (the gradient), Grad of their tangents (H·v))`.
+    /// local `seeds`: an expression `(Grad of the adjoints' values (the
+    /// gradient), Grad of their tangents (H·v))`.
     pub(super) fn compiled_forward_over_reverse(&self, seeds: &Ident) -> TokenStream {
         let prim = &self.prim;
         let dual = quote!(::deltad::__private::Dual<#prim>);
@@ -780,21 +780,23 @@ impl Generator<'_> {
         let unused = Ident::new("__deltad_unused", Span::mixed_site());
         let sinks = self.pass_sinks(Scalar::Dual, &unused);
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        // Nothing reads the value: where the forward pass keeps nothing
+        // and has no effect, the adjoint runs alone (as in `grad`).
+        let forward = (!self.adjoint_alone()).then(|| quote!(#fwd(&mut *#stack, #(#fwd_args),*);));
         let (_, run) = self.with_stack(
             Scalar::Dual,
             quote! {
-                let __deltad_value: #dual = #fwd(&mut *#stack, #(#fwd_args),*);
+                #forward
                 #adj(&mut *#stack, #(#adj_args,)* <#dual as ::deltad::__private::Scalar>::one(), #(#sinks),*);
-                __deltad_value
             },
         );
         quote! {{
             #(#inputs)*
             #(#adjoints)*
-            let __deltad_value: #dual = #run;
+            #run;
             let __deltad_gradient: #grad_type = #grad { #(#value_fields,)* #phantom };
             let __deltad_hv: #grad_type = #grad { #(#fields,)* #phantom };
-            (__deltad_value.value, __deltad_gradient, __deltad_hv)
+            (__deltad_gradient, __deltad_hv)
         }}
     }
 }

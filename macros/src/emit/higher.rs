@@ -157,8 +157,8 @@ impl Generator<'_> {
     }
 
     /// One forward-over-reverse pass with tangents from the `Seeds` local
-    /// `seeds`: statements ending in `(value, gradient, H·tangent)`, the
-    /// last two `Grad`s (the values and the tangents of the adjoints).
+    /// `seeds`: statements ending in `(gradient, H·tangent)`, two `Grad`s
+    /// (the values and the tangents of the adjoints).
     fn forward_over_reverse(&self, seeds: &Ident, repeated: bool) -> TokenStream {
         let prim = &self.prim;
         let grad_type = self.grad_type();
@@ -187,7 +187,7 @@ impl Generator<'_> {
                 let (__deltad_values, __deltad_tangents) = ::deltad::__private::split_duals(&#adjoints[..]);
                 let __deltad_gradient: #grad_type = #gradient;
                 let __deltad_hv: #grad_type = #hv;
-                (#output.value().value, __deltad_gradient, __deltad_hv)
+                (__deltad_gradient, __deltad_hv)
             })
         }
     }
@@ -261,19 +261,19 @@ impl Generator<'_> {
             let mut __deltad_flat = ::std::vec::Vec::new();
             #flatten(#v, &mut __deltad_flat);
             let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
-            #once.2
+            #once.1
         });
         let grad_and_hvp_body = body(quote! {
             let mut __deltad_flat = ::std::vec::Vec::new();
             #flatten(#v, &mut __deltad_flat);
             let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
-            let (_, __deltad_gradient, __deltad_hv) = #once;
+            let (__deltad_gradient, __deltad_hv) = #once;
             (__deltad_gradient, __deltad_hv)
         });
         let rows = quote! {
             (0..#count).map(|__deltad_i| -> #grad_type {
                 let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(__deltad_i);
-                #repeated.2
+                #repeated.1
             })
         };
         let hessian_body = body(quote!(#rows.collect()));
