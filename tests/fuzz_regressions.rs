@@ -1289,3 +1289,25 @@ mod constant_call_with_a_closure_in_an_array {
         assert!(f::tape_stats(0.5).compiled);
     }
 }
+
+/// Front-end fuzz (seed 0xf022de17, after the corpus grew): a function with
+/// an empty `where` clause (`-> f64 where { .. }`, valid Rust) expanded to
+/// `where , ..` in the items a checkpointed call of it uses, which do not
+/// parse. Each predicate now comes with its own comma.
+mod empty_where_clause {
+    use deltad::differentiate;
+
+    #[differentiate]
+    pub fn pow_of(x: f64, y: f64) -> f64
+where {
+        x.powf(y)
+    }
+
+    #[test]
+    fn the_function_and_its_derivatives_compile() {
+        let (x, y) = (1.5_f64, 2.5_f64);
+        let g = pow_of::grad(x, y);
+        assert!((g.x - y * x.powf(y - 1.0)).abs() < 1e-12);
+        assert!((g.y - x.powf(y) * x.ln()).abs() < 1e-12);
+    }
+}

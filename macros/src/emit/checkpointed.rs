@@ -194,13 +194,12 @@ impl Generator<'_> {
         // kept by copy (only the latter for the helpers, which do not have
         // the function's lifetime parameters).
         let own_bounds = quote!(#(#bounds,)*);
-        let where_clause = match where_clause {
-            Some(clause) => {
-                let predicates = &clause.predicates;
-                quote!(where #predicates, #own_bounds)
-            }
-            None => quote!(where #own_bounds),
-        };
+        // (Each predicate with its comma: a `where` without predicates is
+        // valid Rust.)
+        let predicates = where_clause
+            .iter()
+            .flat_map(|clause| clause.predicates.iter());
+        let where_clause = quote!(where #(#predicates,)* #own_bounds);
         let helper_where = quote!(where #own_bounds);
         let body = |body: TokenStream| {
             if stub {

@@ -389,6 +389,11 @@ impl Passes<'_> {
         };
         let storage = (self.useful(var) && self.is_buffer(var)).then(|| {
             let adjoint = self.adjoint(var);
+            // (Made where the result's adjoint moves into it, if it does:
+            // the compiler checks that this comes before every use.)
+            if self.adjoint_made_at_result(var) {
+                return TokenStream::new();
+            }
             let storage = self.adjoint_storage(var, init.as_ref());
             quote!(#adjoint = #storage;)
         });

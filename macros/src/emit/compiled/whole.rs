@@ -22,7 +22,7 @@ use super::adjoint_expr::ExprAdjoint;
 use super::values::Side;
 use super::{Passes, Recording};
 use crate::analyze::Establish;
-use crate::ir::{Expr, ExprKind, NewBuffer, Origin, StmtId, VarId};
+use crate::ir::{AssignOp, Expr, ExprKind, NewBuffer, Origin, Place, StmtId, StmtKind, VarId};
 
 impl Passes<'_> {
     /// The forward value of the whole buffer `value`, for variable `var`.
@@ -76,6 +76,33 @@ impl Passes<'_> {
             && plan.establish[source] != Establish::Pop
             && plan.establish_len[source] != Establish::Pop
             && self.recording.get() != Recording::Replay
+    }
+
+    /// True if the adjoint of the local buffer `var` is made where the
+    /// result's adjoint moves into it rather than at its `let` (no zeros
+    /// made only to be dropped): `var` is declared in the function's
+    /// outermost block, and the block's last statement, which the adjoint
+    /// runs first, assigns it to the result.
+    pub(crate) fn adjoint_made_at_result(&self, var: VarId) -> bool {
+        let body = &self.function.body.stmts;
+        let declared_outermost = body.iter().any(
+            |stmt| matches!(&stmt.kind, StmtKind::Let { var: declared, .. } if *declared == var),
+        );
+        let moved_last = body.last().is_some_and(|stmt| {
+            matches!(
+                &stmt.kind,
+                StmtKind::Assign { place: Place::Var(target), op: AssignOp::Set, value, .. }
+                    if *target == self.function.result
+                        && matches!(value.kind, ExprKind::Var(source) if source == var)
+                        && self.is_active(value)
+            )
+        });
+        declared_outermost
+            && moved_last
+            && self.useful(var)
+            && self.useful(self.function.result)
+            && self.moves_into_result(var)
+            && !self.function.vars[self.function.result].array
     }
 
     /// True if the whole-buffer assignment `stmt` to `var` keeps the old
@@ -214,11 +241,26 @@ impl Passes<'_> {
                 && self.useful(*source)
             {
                 let target = self.adjoint(*source);
-                give = quote! {
-                    if #taken.len() == #target.len() {
-                        #target = #taken;
-                    } else {
-                        #give
+                give = if self.adjoint_made_at_result(*source) {
+                    // Not made yet: the result's adjoint, or zeros made here.
+                    let len = self.length(*source, Side::Adjoint);
+                    let init = self.function.let_value(*source);
+                    let storage = self.adjoint_storage(*source, init);
+                    quote! {
+                        if #taken.len() == #len {
+                            #target = #taken;
+                        } else {
+                            #target = #storage;
+                            #give
+                        }
+                    }
+                } else {
+                    quote! {
+                        if #taken.len() == #target.len() {
+                            #target = #taken;
+                        } else {
+                            #give
+                        }
                     }
                 };
             }
