@@ -307,20 +307,17 @@ fn recording_pass(
     let mut macros = MacroTable::build(&body, errors);
     let signature = signature?;
     let activity = activity::analyze(signature, &body, &macros);
-    // A real-valued function whose body's value is a collection or a tuple
-    // does not type-check: rustc says so at the user's code, and deltad
-    // says it once in the same terms, where the recording pass would say it
-    // again in deltad's types. (Should the shape be misjudged, the result
-    // is this error, never wrong derivatives.)
+    // A real-valued function whose body's value is by its form a
+    // collection or a tuple does not type-check: rustc says so at the
+    // user's code, and deltad says it once in the same terms, where the
+    // recording pass would say it again in deltad's types.
     if matches!(signature.output, Output::Real) {
-        if let Some(syn::Stmt::Expr(tail, None)) = body.stmts.last() {
-            if matches!(activity.expr(tail), Shape::Elems(_) | Shape::Tuple(_)) {
-                errors.at(
-                    tail,
-                    "the function returns a real, but this value is a collection or a tuple",
-                );
-                return None;
-            }
+        if let Some(tail) = crate::value_kind::tail_not_a_real(function) {
+            errors.at(
+                tail,
+                "the function returns a real, but this value is a collection or a tuple",
+            );
+            return None;
         }
     }
     let names = Names::new(signature.precision);

@@ -22,6 +22,7 @@ mod signature;
 mod syntax;
 mod tape;
 mod types;
+mod value_kind;
 
 use proc_macro::TokenStream;
 
