@@ -42,9 +42,9 @@ pub struct PlainParam;
 
 /// A differentiated argument `T` passed to a parameter with marker `Self`.
 #[diagnostic::on_unimplemented(
-    message = "a differentiated value is passed where the called function takes no derivative",
-    label = "this argument depends on a differentiated input, but the parameter is `#[no_grad]` or of another kind",
-    note = "remove `#[no_grad]` from the callee's parameter, or pass a constant"
+    message = "this differentiated argument does not fit the called function's parameter",
+    label = "this argument depends on a differentiated input, but the parameter is `#[no_grad]` or takes another kind of value",
+    note = "pass what the parameter's type says (a real, a slice, an array..); to a `#[no_grad]` parameter pass a constant, or remove `#[no_grad]`"
 )]
 pub trait PassActive<T> {
     /// What the callee's compiled pass takes.
