@@ -23,9 +23,11 @@ pub fn slope(x: &[f64], y: &[f64]) -> Vec<f64> {
     z
 }
 
-/// One Runge-Kutta step of size `h` from `y`.
+/// One Runge-Kutta step of size `h` from `y`. (`h` is the method's step, a
+/// constant: `#[no_grad]`, so the derivative keeps nothing for it, such as the
+/// slopes its derivative with respect to `h` would read.)
 #[differentiate]
-pub fn step(x: &[f64], y: &[f64], h: f64) -> Vec<f64> {
+pub fn step(x: &[f64], y: &[f64], #[no_grad] h: f64) -> Vec<f64> {
     let n = y.len();
     let k1 = slope(x, y);
     let mut stage = vec![0.0; n];
