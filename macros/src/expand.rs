@@ -204,6 +204,18 @@ fn validate(function: &ItemFn, signature: &Signature, errors: &Errors) -> bool {
     let body: Box<syn::Block> = function.block.clone();
     let macros = MacroTable::build(&body, errors);
     check::body(&body, errors);
+    // A real-valued function whose body's value is by its form a
+    // collection or a tuple does not type-check: rustc says so at the
+    // user's code, and deltad says it once in the same terms, where the
+    // generated code would say it again in deltad's types.
+    if matches!(signature.output, Output::Real) {
+        if let Some(tail) = crate::value_kind::tail_not_a_real(function) {
+            errors.at(
+                tail,
+                "the function returns a real, but this value is a collection or a tuple",
+            );
+        }
+    }
     if errors.is_empty() && crate::tape::preaccumulate::used(&body) {
         let activity = activity::analyze(signature, &body, &macros);
         let params: Vec<String> = signature
@@ -307,19 +319,6 @@ fn recording_pass(
     let mut macros = MacroTable::build(&body, errors);
     let signature = signature?;
     let activity = activity::analyze(signature, &body, &macros);
-    // A real-valued function whose body's value is by its form a
-    // collection or a tuple does not type-check: rustc says so at the
-    // user's code, and deltad says it once in the same terms, where the
-    // recording pass would say it again in deltad's types.
-    if matches!(signature.output, Output::Real) {
-        if let Some(tail) = crate::value_kind::tail_not_a_real(function) {
-            errors.at(
-                tail,
-                "the function returns a real, but this value is a collection or a tuple",
-            );
-            return None;
-        }
-    }
     let names = Names::new(signature.precision);
     let return_shape = match &signature.output {
         Output::Real => Shape::Real,

@@ -5,6 +5,8 @@
 
 use syn::{Expr, ItemFn};
 
+use crate::methods::is_float_type_name;
+
 /// The value of `function`'s body if its form proves it is not a real
 /// (a collection or tuple literal, `.collect::<Vec<..>>()`, arithmetic on a
 /// parameter declared as a slice, `Vec` or array, which no crate can give an
@@ -59,7 +61,10 @@ fn buffer_param(expr: &Expr, function: &ItemFn) -> bool {
 }
 
 fn buffer_of_floats(ty: &syn::Type) -> bool {
-    let float = |ty: &syn::Type| matches!(ty, syn::Type::Path(path) if path.path.is_ident("f64") || path.path.is_ident("f32"));
+    let float = |ty: &syn::Type| {
+        matches!(ty, syn::Type::Path(path)
+            if path.path.get_ident().is_some_and(|name| is_float_type_name(&name.to_string())))
+    };
     match ty {
         syn::Type::Reference(reference) => buffer_of_floats(&reference.elem),
         syn::Type::Slice(slice) => float(&slice.elem),

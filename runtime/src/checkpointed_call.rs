@@ -211,7 +211,7 @@ pub fn checkpointed_call<'t, P: Primitive, S: Scalar<Prim = P> + 't, R: Differen
         constants,
         rerun,
     };
-    let first = tape.push_checkpointed_call(data, outputs);
+    let first = tape.push_checkpointed_call(data);
     let mut next = 0;
     R::map_twin(&values, &mut |&value| {
         let real = Real::with_id(tape, value, first.offset(next));

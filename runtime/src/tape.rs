@@ -462,6 +462,14 @@ fn mixed_tapes() -> ! {
 /// iterations that it can no longer differentiate (see `preaccumulate.rs`).
 pub(crate) const STALE_ID: u32 = u32::MAX - 1;
 
+/// One past the newest of the bindings `ids` (0 if there is none): one
+/// past `NO_ID` wraps to 0, so constants never count. (A maximum
+/// vectorizes; a filter would not.)
+fn newest_of(ids: impl IntoIterator<Item = u32>) -> u32 {
+    ids.into_iter()
+        .fold(0u32, |newest, id| newest.max(id.wrapping_add(1)))
+}
+
 /// An argument that is not an earlier binding: a value of another tape, or
 /// of an earlier iteration of a `#[preaccumulate]` loop.
 #[cold]
@@ -908,24 +916,19 @@ impl<S> Tape<S> {
     }
 
     /// Records a special binding followed by `outputs` output bindings:
-    /// `inputs` are the ids it reads (checked to be earlier bindings of this
-    /// tape, for the sweep's unchecked indexing; `NO_ID` entries are
-    /// constants), `make` builds it given the id of the first output (the
-    /// outputs have consecutive ids). Returns the id of the first output.
+    /// `newest` is `newest_of` the ids it reads (checked to be earlier
+    /// bindings of this tape, for the sweep's unchecked indexing), `make`
+    /// builds it given the id of the first output (the outputs have
+    /// consecutive ids). Returns the id of the first output.
     fn push_special(
         &self,
-        inputs: &[u32],
+        newest: u32,
         outputs: usize,
         make: impl FnOnce(u32) -> SpecialKind<S>,
     ) -> DeltaId
     where
         S: Copy,
     {
-        // `NO_ID + 1` wraps to 0, so constants never count as the newest. (A
-        // maximum vectorizes; a filter would not.)
-        let newest = inputs
-            .iter()
-            .fold(0u32, |newest, &id| newest.max(id.wrapping_add(1)));
         self.append(|b| {
             let writer = b.open(0);
             let marker = b.close(writer);
@@ -954,10 +957,8 @@ impl<S> Tape<S> {
     where
         S: Copy,
     {
-        let newest = data.ids[outputs..]
-            .iter()
-            .fold(0u32, |newest, &id| newest.max(id.wrapping_add(1)));
-        self.push_special(&[newest.wrapping_sub(1)], outputs, |first| {
+        let newest = newest_of(data.ids[outputs..].iter().copied());
+        self.push_special(newest, outputs, |first| {
             consecutive_ids(&mut data.ids[..outputs], first);
             SpecialKind::Loop { data, reverse }
         })
@@ -968,9 +969,9 @@ impl<S> Tape<S> {
     where
         S: Copy,
     {
-        let inputs = data.input_ids().to_vec();
+        let newest = newest_of(data.input_ids().iter().copied());
         let outputs = data.output_ids().len();
-        self.push_special(&inputs, outputs, |first| {
+        self.push_special(newest, outputs, |first| {
             consecutive_ids(data.output_ids(), first);
             SpecialKind::Checkpointed(Box::new(data))
         })
@@ -998,13 +999,13 @@ impl<S> Tape<S> {
         look(last)
     }
 
-    /// Records a checkpointed call with `outputs` output reals.
-    pub(crate) fn push_checkpointed_call(&self, mut data: CallData<S>, outputs: usize) -> DeltaId
+    /// Records a checkpointed call.
+    pub(crate) fn push_checkpointed_call(&self, mut data: CallData<S>) -> DeltaId
     where
         S: Copy,
     {
-        let inputs: Vec<u32> = data.input_ids().collect();
-        self.push_special(&inputs, outputs, |first| {
+        let newest = newest_of(data.input_ids());
+        self.push_special(newest, data.output_count(), |first| {
             data.set_outputs(first);
             SpecialKind::CheckpointedCall(Box::new(data))
         })

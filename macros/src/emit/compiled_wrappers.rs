@@ -399,9 +399,17 @@ impl Generator<'_> {
     }
 
     /// One reverse evaluation on the machine float with output adjoint
-    /// `seed`, adding the gradient into the `Grad` `grad`; the value.
-    /// (Forward mode where it computes the same gradient for less.)
-    fn compiled_reverse(&self, seed: TokenStream, grad: &Ident, accumulate: bool) -> TokenStream {
+    /// `seed`, adding the gradient into the `Grad` `grad`; the value, or
+    /// `()` where the caller does not read it (`value`) and the adjoint
+    /// runs alone (`adjoint_alone`). (Forward mode where it computes the
+    /// same gradient for less.)
+    fn compiled_reverse(
+        &self,
+        seed: TokenStream,
+        grad: &Ident,
+        accumulate: bool,
+        value_read: bool,
+    ) -> TokenStream {
         if let Some(input) = self.forward_input() {
             return self.compiled_forward(input, seed, grad);
         }
@@ -431,14 +439,16 @@ impl Generator<'_> {
                 )
             },
         };
-        let (_, run) = self.with_stack(
-            Scalar::Machine,
+        let passes = if !value_read && self.adjoint_alone() {
+            quote!(#adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);)
+        } else {
             quote! {
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                 #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
                 #value
-            },
-        );
+            }
+        };
+        let (_, run) = self.with_stack(Scalar::Machine, passes);
         let (before, after) = self.struct_passes(grad, accumulate);
         if before.is_empty() {
             return run;
@@ -522,21 +532,11 @@ impl Generator<'_> {
         let prim = &self.prim;
         let grad = Ident::new("__deltad_grad", Span::mixed_site());
         let zero = self.zero_grad();
-        let adj = Ident::new(ADJ_FN, Span::call_site());
-        let adj_args = self.pass_args(Scalar::Machine, true);
-        let sinks = self.pass_sinks(Scalar::Machine, &grad);
-        let stack = Ident::new("__deltad_stack", Span::mixed_site());
         let one = quote!(<#prim as ::deltad::__private::Primitive>::ONE);
-        let (_, run) = self.with_stack(
-            Scalar::Machine,
-            quote!(#adj(&mut *#stack, #(#adj_args,)* #one, #(#sinks),*);),
-        );
-        let (before, after) = self.struct_passes(&grad, false);
+        let run = self.compiled_reverse(one, &grad, false, false);
         Some(quote! {
             let mut #grad = #zero;
-            #before
             #run;
-            #after
             #grad
         })
     }
@@ -549,7 +549,7 @@ impl Generator<'_> {
             Some(seed) => quote!(#seed),
             None => quote!(<#prim as ::deltad::__private::Primitive>::ONE),
         };
-        let run = self.compiled_reverse(seed, &grad, false);
+        let run = self.compiled_reverse(seed, &grad, false, true);
         let result = self.user_result(quote!(__deltad_result));
         quote! {
             let mut #grad = #zero;
@@ -586,6 +586,7 @@ impl Generator<'_> {
         let run = self.compiled_reverse(
             quote!(<#prim as ::deltad::__private::Primitive>::ONE),
             &into,
+            true,
             true,
         );
         quote! {
