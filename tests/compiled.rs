@@ -1685,12 +1685,7 @@ fn decisions_are_kept_as_bits_and_hvp_ignores_the_value() {
             let moved: Vec<f64> = c.iter().zip(&v).map(|(c, v)| c + s * v).collect();
             nearest::grad(&moved, &p, d).c
         };
-        let (plus, minus) = (along(h), along(-h));
-        let differences: Vec<f64> = plus
-            .iter()
-            .zip(&minus)
-            .map(|(a, b)| (a - b) / (2.0 * h))
-            .collect();
+        let differences = central_difference(along, h);
         // Central differences of a smooth gradient: error O(h²) ≈ 1e-10
         // times the third derivatives, plus rounding ≈ 1e-16 / h.
         assert_close_tol(&hv.c, &differences, 1e-6, "nearest hvp against differences");
@@ -1791,43 +1786,27 @@ fn grad_runs_the_adjoint_alone_where_the_forward_pass_keeps_nothing() {
     assert_eq!(value, stencil_keeping_nothing(&x, k));
     assert_eq!(g.x, with_value.x);
     assert_eq!(g.k, with_value.k);
-    let mut flat = x.to_vec();
-    flat.push(k);
+    // The parameters and the gradient's fields as one list, `k` last.
+    let flat = |x: &[f64], k: f64| -> Vec<f64> { x.iter().copied().chain([k]).collect() };
     let f = |p: &[f64]| stencil_keeping_nothing(&p[..x.len()], p[x.len()]);
-    let mut gradient = g.x.clone();
-    gradient.push(g.k);
-    check_gradient(f, &flat, &gradient, "stencil");
+    check_gradient(f, &flat(&x, k), &flat(&g.x, g.k), "stencil");
     // A second point where other branches are taken.
     let y = [-0.3, 0.7, -1.1, -0.4, 0.2, 0.9];
     let g = stencil_keeping_nothing::grad(&y, k);
-    let mut flat = y.to_vec();
-    flat.push(k);
-    let mut gradient = g.x.clone();
-    gradient.push(g.k);
-    check_gradient(f, &flat, &gradient, "stencil, other branches");
+    check_gradient(f, &flat(&y, k), &flat(&g.x, g.k), "stencil, other branches");
     // Forward over reverse runs the adjoint alone too: each Hessian row
     // against central differences of the gradient (step 1e-6: error
     // O(1e-10) for these O(1) third derivatives).
     let rows = stencil_keeping_nothing::hessian(&y, k);
     for (i, row) in rows.iter().enumerate() {
-        let h = 1e-6;
         let at = |shift: f64| {
-            let mut p = flat.clone();
+            let mut p = flat(&y, k);
             p[i] += shift;
             let g = stencil_keeping_nothing::grad(&p[..y.len()], p[y.len()]);
-            let mut flat_g = g.x;
-            flat_g.push(g.k);
-            flat_g
+            flat(&g.x, g.k)
         };
-        let (up, down) = (at(h), at(-h));
-        let expected: Vec<f64> = up
-            .iter()
-            .zip(&down)
-            .map(|(u, d)| (u - d) / (2.0 * h))
-            .collect();
-        let mut actual = row.x.clone();
-        actual.push(row.k);
-        assert_close(&actual, &expected, "Hessian row");
+        let expected = central_difference(at, 1e-6);
+        assert_close(&flat(&row.x, row.k), &expected, "Hessian row");
     }
 }
 

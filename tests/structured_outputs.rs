@@ -15,11 +15,7 @@ fn directional(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], direction: &[f64]) -> 
         let moved: Vec<f64> = x.iter().zip(direction).map(|(a, d)| a + t * d).collect();
         f(&moved)
     };
-    let (up, down) = (at(h), at(-h));
-    up.iter()
-        .zip(&down)
-        .map(|(u, d)| (u - d) / (2.0 * h))
-        .collect()
+    central_difference(at, h)
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -23,6 +23,18 @@ pub fn finite_difference(f: impl Fn(&[f64]) -> f64, x: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// Central differences `(f(h) - f(-h)) / 2h` of a vector-valued function of
+/// one step `t`, such as a function's values or its gradient at `x + t·v`:
+/// their derivative along `v` (J·v, or H·v for a gradient). The caller
+/// chooses `h` for the function's smoothness and scale.
+pub fn central_difference(f: impl Fn(f64) -> Vec<f64>, h: f64) -> Vec<f64> {
+    let (up, down) = (f(h), f(-h));
+    up.iter()
+        .zip(&down)
+        .map(|(u, d)| (u - d) / (2.0 * h))
+        .collect()
+}
+
 /// Asserts `actual` and `expected` agree to `1e-6 * max(1, |expected|)` per entry.
 #[track_caller]
 pub fn assert_close(actual: &[f64], expected: &[f64], what: &str) {
