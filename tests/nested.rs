@@ -184,3 +184,199 @@ fn nested_jvp_tangents_constant_and_differentiated() {
         );
     }
 }
+
+// ----- nested derivatives of a compiled function -----------------------------
+
+/// The same function on both engines: a real, a slice, an array, a `Vec`,
+/// constant data and a count. Nested derivatives of the compiled one run
+/// its forward pass and adjoint on the caller's dual values; of the tape
+/// one, an inner tape.
+macro_rules! mixed_inner {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(
+            a: f64,
+            x: &[f64],
+            w: [f64; 2],
+            v: Vec<f64>,
+            #[no_grad] c: &[f64],
+            n: usize,
+        ) -> f64 {
+            let mut s = a * w[0];
+            for i in 0..n {
+                s += (x[i] * v[i]).sin() * w[1] + c[i] * x[i] * x[i];
+            }
+            s * a.exp()
+        }
+    };
+}
+mixed_inner!(mixed_compiled, compiled);
+mixed_inner!(mixed_tape, tape);
+
+/// Every nested derivative of the inner function at arguments built from
+/// `t` and `y`, combined into one real: its derivatives with respect to
+/// `t` and `y` take second derivatives of the inner function.
+macro_rules! mixed_outer {
+    ($name:ident, $inner:ident) => {
+        #[differentiate]
+        fn $name(t: f64, y: &[f64]) -> f64 {
+            let c = [0.5, -0.25, 2.0];
+            let x = vec![y[0] * t, y[1], y[2] + t];
+            let w = [t * t, y[0]];
+            let v = vec![1.5, t, y[1] * y[2]];
+            let g = $inner::grad(t, &x, w, v.clone(), &c, 3);
+            let (value, h) = $inner::value_and_grad(t, &x, w, v.clone(), &c, 3);
+            let (_, k) = $inner::vjp(t, &x, w, v.clone(), &c, 3, y[0] - t);
+            let direction = $inner::Grad {
+                a: 1.0,
+                x: vec![t, 0.0, y[1]],
+                w: [0.5, y[2]],
+                v: vec![0.0, 1.0, t],
+            };
+            let (same, tangent) = $inner::jvp(t, &x, w, v, &c, 3, &direction);
+            g.a * y[2]
+                + g.x[0] * g.x[2]
+                + g.w[1]
+                + g.v[1] * t
+                + value * h.x[1]
+                + h.w[0]
+                + k.a * k.v[2]
+                + k.x[0]
+                + same * tangent
+        }
+    };
+}
+mixed_outer!(outer_of_compiled, mixed_compiled);
+mixed_outer!(outer_of_tape, mixed_tape);
+
+#[test]
+fn nested_derivatives_of_a_compiled_function_match_the_tape() {
+    let (t, y) = (0.6, [0.9, -0.4, 1.3]);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+    // The value and the derivatives (reverse over each nested kind).
+    let (value, g) = outer_of_compiled::value_and_grad(t, &y);
+    let (tape_value, tape_g) = outer_of_tape::value_and_grad(t, &y);
+    assert!(close(value, tape_value), "{value} vs {tape_value}");
+    assert!(close(g.t, tape_g.t), "{} vs {}", g.t, tape_g.t);
+    for i in 0..3 {
+        assert!(close(g.y[i], tape_g.y[i]), "{:?} vs {:?}", g.y, tape_g.y);
+    }
+    // Forward over each nested kind, along a direction of (t, y).
+    let direction = outer_of_compiled::Grad {
+        t: 0.3,
+        y: vec![-1.0, 0.5, 2.0],
+    };
+    let (_, tangent) = outer_of_compiled::jvp(t, &y, &direction);
+    let (_, tape_tangent) = outer_of_tape::jvp(
+        t,
+        &y,
+        &outer_of_tape::Grad {
+            t: direction.t,
+            y: direction.y.clone(),
+        },
+    );
+    assert!(close(tangent, tape_tangent), "{tangent} vs {tape_tangent}");
+    // And the gradient against central differences (h = 1e-5: truncation
+    // ~h² times third derivatives of order 10, rounding ~1e-16/h).
+    let h = 1e-5;
+    let fd = (outer_of_compiled::value_and_grad(t + h, &y).0
+        - outer_of_compiled::value_and_grad(t - h, &y).0)
+        / (2.0 * h);
+    assert!(
+        (g.t - fd).abs() < 1e-7 * (1.0 + fd.abs()),
+        "{} vs {fd}",
+        g.t
+    );
+    let dot: f64 = direction.t * g.t + (0..3).map(|i| direction.y[i] * g.y[i]).sum::<f64>();
+    assert!(close(tangent, dot), "{tangent} vs {dot}");
+}
+
+/// A function of three input reals: few enough that a nested reverse
+/// derivative of the compiled one is preaccumulated (forward-over-reverse
+/// runs give the partials of the value and of each adjoint, recorded as
+/// one binding each), where the tape one records and sweeps an inner tape.
+macro_rules! small_inner {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(a: f64, x: &[f64], w: [f64; 1], #[no_grad] c: f64) -> f64 {
+            (a * x[0]).sin() * w[0] + c * x[0] * x[0] * w[0] * w[0] + a.exp() * x[0]
+        }
+    };
+}
+small_inner!(small_compiled, compiled);
+small_inner!(small_tape, tape);
+
+macro_rules! small_outer {
+    ($name:ident, $inner:ident) => {
+        #[differentiate]
+        fn $name(t: f64, y: &[f64]) -> f64 {
+            let x = vec![y[0] * t];
+            let w = [y[0] - y[1]];
+            let g = $inner::grad(t, &x, w, 0.75);
+            let (value, h) = $inner::value_and_grad(y[1], &x, w, -1.5);
+            let (other, k) = $inner::vjp(t, &x, [0.5], 0.25, y[0] * t);
+            let constant = $inner::grad(0.5, &[1.0], [3.0], 1.0);
+            g.a * y[1]
+                + g.x[0] * g.w[0]
+                + value * h.x[0]
+                + h.w[0] * h.a
+                + other * k.x[0]
+                + k.a
+                + k.w[0]
+                + constant.x[0] * t
+        }
+    };
+}
+small_outer!(small_outer_of_compiled, small_compiled);
+small_outer!(small_outer_of_tape, small_tape);
+#[test]
+fn preaccumulated_nested_derivatives_match_the_tape() {
+    let (t, y) = (0.4, [1.1, -0.7]);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+    let (value, g) = small_outer_of_compiled::value_and_grad(t, &y);
+    let (tape_value, tape_g) = small_outer_of_tape::value_and_grad(t, &y);
+    assert!(close(value, tape_value), "{value} vs {tape_value}");
+    assert!(close(g.t, tape_g.t), "{} vs {}", g.t, tape_g.t);
+    for i in 0..2 {
+        assert!(close(g.y[i], tape_g.y[i]), "{:?} vs {:?}", g.y, tape_g.y);
+    }
+    // Third derivatives: the Hessian of the outer function (forward over
+    // the outer reverse over the inner reverse).
+    let v = small_outer_of_compiled::Grad {
+        t: 0.6,
+        y: vec![-0.3, 1.2],
+    };
+    let hv = small_outer_of_compiled::hvp(t, &y, &v);
+    let tape_hv = small_outer_of_tape::hvp(
+        t,
+        &y,
+        &small_outer_of_tape::Grad {
+            t: v.t,
+            y: v.y.clone(),
+        },
+    );
+    assert!(close(hv.t, tape_hv.t), "{} vs {}", hv.t, tape_hv.t);
+    for i in 0..2 {
+        assert!(
+            close(hv.y[i], tape_hv.y[i]),
+            "{:?} vs {:?}",
+            hv.y,
+            tape_hv.y
+        );
+    }
+    // Forward over the nested reverse derivatives.
+    let (_, tangent) = small_outer_of_compiled::jvp(t, &y, &v);
+    let dot = v.t * g.t + v.y[0] * g.y[0] + v.y[1] * g.y[1];
+    assert!(close(tangent, dot), "{tangent} vs {dot}");
+    // And against central differences of the gradient (h = 1e-5).
+    let h = 1e-5;
+    let at = |s: f64| {
+        small_outer_of_compiled::grad(t + s * v.t, &[y[0] + s * v.y[0], y[1] + s * v.y[1]])
+    };
+    let fd = (at(h).t - at(-h).t) / (2.0 * h);
+    assert!(
+        (hv.t - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+        "{} vs {fd}",
+        hv.t
+    );
+}

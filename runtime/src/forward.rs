@@ -110,3 +110,11 @@ constant_tangents!(f64 f32);
 pub fn dual_constant<'t, S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Real<'t, Dual<S>> {
     Real::constant(Dual::new(value, tangent.at_level()))
 }
+
+/// A dual number of a nested scalar, `value + tangent·ε`, as a compiled
+/// forward pass takes it (the tangent given at level `S` or as a machine
+/// float).
+#[inline]
+pub fn dual_input<S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Dual<S> {
+    Dual::new(value, tangent.at_level())
+}

@@ -15,6 +15,7 @@ mod check;
 mod checkpoint;
 mod checkpointed_call;
 mod compiled;
+mod compiled_call;
 mod convert;
 mod custom;
 mod differentiable;
@@ -140,12 +141,15 @@ pub mod __private {
         RealParam, Record, Reserved, ResultBuffer, ResultUse, ScalarSink, SliceParam, SliceSink,
         Stack, Unvalued, Valued,
     };
+    pub use crate::compiled_call::{
+        any_active, nested_reverse, CompiledCall, NESTED_PREACCUMULATE_MAX,
+    };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};
     pub use crate::differentiable::{into_dual, Differentiable, DualOf, GradElement, IntoDual};
     pub use crate::dual::Dual;
     pub use crate::forward::{
-        dual_constant, forward_tangent, forward_value, split_duals, Seeds, Tangent,
+        dual_constant, dual_input, forward_tangent, forward_value, split_duals, Seeds, Tangent,
     };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};

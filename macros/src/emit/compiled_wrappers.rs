@@ -504,7 +504,7 @@ impl Generator<'_> {
     /// nothing else that can be seen (no printing or assertions, no `&mut`
     /// results), so its only product is the value, which `grad` drops.
     /// (Reverse mode only: a forward-mode gradient is one pass anyway.)
-    fn adjoint_alone(&self) -> bool {
+    pub(super) fn adjoint_alone(&self) -> bool {
         let Some(compiled) = self.compiled else {
             return false;
         };

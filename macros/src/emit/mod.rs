@@ -41,6 +41,8 @@ use crate::signature::{Output, ParamKind, Signature};
 pub(crate) mod bridge;
 mod checkpointed;
 pub(crate) mod compiled;
+mod compiled_nested;
+mod compiled_node;
 mod compiled_wrappers;
 #[cfg(test)]
 mod docs_check;

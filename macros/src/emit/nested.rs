@@ -23,7 +23,7 @@ use crate::signature::{Output, ParamKind, Passing};
 
 /// Which nested function.
 #[derive(Clone, Copy, PartialEq)]
-enum Nested {
+pub(super) enum Nested {
     Grad,
     ValueAndGrad,
     Vjp,
@@ -112,7 +112,9 @@ impl Generator<'_> {
         let body = if stub {
             quote!(::core::unreachable!())
         } else {
-            let body = self.nested_body(kind, &seed);
+            let body = self
+                .compiled_nested_body(kind, &seed)
+                .unwrap_or_else(|| self.nested_body(kind, &seed));
             quote!(#(#receives)* #body)
         };
         quote! {

@@ -1,0 +1,357 @@
+//! Derivatives taken inside differentiated code (`nested.rs`) of a function
+//! on the compiled path: its forward pass and adjoint run on the caller's
+//! dual values (the outer tape's `Real<'t, S>`, or a dual number of it for
+//! `jvp`), with no inner tape. The adjoint's arithmetic is then itself
+//! recorded by the caller's tape, which is reverse over reverse without
+//! the inner recording: no inner bindings, no inner sweep, no copies of
+//! the arguments.
+//!
+//! Covers functions whose parameters are reals, buffers of reals and
+//! constant or discrete data, and whose result is a real; the others keep
+//! the inner tape.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::Ident;
+
+use super::compiled::{ADJ_FN, FWD_FN};
+use super::nested::Nested;
+use super::Generator;
+use crate::names::items;
+use crate::signature::{Output, ParamKind};
+
+impl Generator<'_> {
+    /// The body of a nested derivative through the compiled passes, where
+    /// the function's parameters and result allow it; `seed` names the
+    /// `vjp` seed or the `jvp` tangent.
+    pub(super) fn compiled_nested_body(&self, kind: Nested, seed: &Ident) -> Option<TokenStream> {
+        self.compiled?;
+        let supported = matches!(self.signature.output, Output::Real)
+            && self.signature.params.iter().all(|p| {
+                matches!(
+                    p.kind,
+                    ParamKind::Real
+                        | ParamKind::Slice { .. }
+                        | ParamKind::VecRef { .. }
+                        | ParamKind::Vec
+                        | ParamKind::Array { .. }
+                        | ParamKind::ArrayRef { .. }
+                        | ParamKind::Constant
+                        | ParamKind::Discrete
+                )
+            });
+        if !supported {
+            return None;
+        }
+        Some(match kind {
+            Nested::Jvp => self.compiled_nested_forward(seed),
+            _ => self.compiled_nested_reverse(kind, seed),
+        })
+    }
+
+    /// The arguments of a pass on the caller's dual values: the received
+    /// parameters as they are, or their dual numbers (`duals`, `jvp`).
+    /// `last`: the call that may move by-value constant parameters.
+    fn nested_pass_args(&self, duals: bool, last: bool) -> Vec<TokenStream> {
+        self.signature
+            .params
+            .iter()
+            .map(|param| {
+                let name = &param.name;
+                let value = if duals {
+                    let input = nested_dual(name);
+                    quote!(#input)
+                } else {
+                    quote!(#name)
+                };
+                match &param.kind {
+                    ParamKind::Real => value,
+                    ParamKind::Array { .. } => quote!(&#value),
+                    ParamKind::ArrayRef { .. } if duals => quote!(&#value),
+                    ParamKind::ArrayRef { .. } => value,
+                    kind if kind.is_active() => quote!(&#value[..]),
+                    _ if last || matches!(param.ty, syn::Type::Reference(_)) => quote!(#name),
+                    _ => quote!(::core::clone::Clone::clone(&#name)),
+                }
+            })
+            .collect()
+    }
+
+    /// `grad`, `value_and_grad` and `vjp`: the forward pass (unless the
+    /// adjoint runs alone) and the adjoint on the outer dual values, the
+    /// adjoints of the parameters in locals that become the `Grad`.
+    fn compiled_nested_reverse(&self, kind: Nested, seed: &Ident) -> TokenStream {
+        let (lifetime, scalar, prim) = (&self.names.lifetime, &self.names.scalar, &self.prim);
+        let outer = quote!(::deltad::__private::Real<#lifetime, #scalar>);
+        let zero = quote!(<#outer as ::deltad::__private::Scalar>::zero());
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let mut adjoints = Vec::new();
+        let mut sinks = Vec::new();
+        let mut fields = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let adjoint = format_ident!(
+                "__deltad_nested_adj_{}",
+                syn::ext::IdentExt::unraw(name).to_string(),
+                span = Span::mixed_site()
+            );
+            let (make, sink) = match &param.kind {
+                ParamKind::Real => (quote!(#zero), quote!(&mut #adjoint)),
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                    (quote!([#zero; #len]), quote!(&mut #adjoint[..]))
+                }
+                kind if kind.is_active() => (
+                    quote!(::std::vec![#zero; #name.len()]),
+                    quote!(&mut #adjoint[..]),
+                ),
+                _ => {
+                    sinks.push(quote!(::deltad::__private::Discard::<#outer>::new()));
+                    continue;
+                }
+            };
+            adjoints.push(quote!(let mut #adjoint = #make;));
+            sinks.push(sink);
+            fields.push(quote!(#name: #adjoint));
+        }
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let phantom = fields
+            .is_empty()
+            .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
+        let stack = Ident::new("__deltad_stack", Span::mixed_site());
+        let value = Ident::new("__deltad_value", Span::mixed_site());
+        let output_seed = Ident::new("__deltad_output_seed", Span::mixed_site());
+        let seed_value = match kind {
+            Nested::Vjp => {
+                let results = self.results_type();
+                quote! {
+                    let #output_seed: ::deltad::__private::DualOf<#lifetime, #scalar, #prim, #results> =
+                        ::deltad::__private::IntoDual::into_dual(#seed);
+                }
+            }
+            _ => quote!(let #output_seed = <#outer as ::deltad::__private::Scalar>::one();),
+        };
+        let fwd_args = self.nested_pass_args(false, false);
+        let adj_args = self.nested_pass_args(false, true);
+        let adjoint = quote!(#adj(&mut *#stack, #(#adj_args,)* #output_seed, #(#sinks),*););
+        let grad_value = quote!(#grad { #(#fields,)* #phantom });
+        let direct = if kind == Nested::Grad && self.adjoint_alone() {
+            quote! {
+                #(#adjoints)*
+                ::deltad::__private::with_stack::<#outer, _>(|#stack| { #adjoint });
+                #grad_value
+            }
+        } else {
+            let result = match kind {
+                Nested::Grad => quote!(#grad_value),
+                _ => quote!((#value, #grad_value)),
+            };
+            quote! {
+                #(#adjoints)*
+                let #value: #outer = ::deltad::__private::with_stack::<#outer, _>(|#stack| {
+                    let #value: #outer = #fwd(&mut *#stack, #(#fwd_args),*);
+                    #adjoint
+                    #value
+                });
+                #result
+            }
+        };
+        let (gather, preaccumulate, preaccumulated) =
+            self.nested_preaccumulated(kind, &output_seed);
+        quote! {
+            #seed_value
+            #gather
+            if #preaccumulate {
+                #preaccumulated
+            } else {
+                #direct
+            }
+        }
+    }
+
+    /// A nested reverse derivative with few input reals, preaccumulated
+    /// (`nested_reverse`: forward-over-reverse runs of the passes, one per
+    /// input real, give the partials of the value and the adjoints, each
+    /// recorded as one binding): the statements gathering the input reals
+    /// (if they are few), the condition (few, and one of them or the seed
+    /// has a binding: with none, as in forward mode, there is nothing to
+    /// preaccumulate), and the body.
+    fn nested_preaccumulated(
+        &self,
+        kind: Nested,
+        output_seed: &Ident,
+    ) -> (TokenStream, TokenStream, TokenStream) {
+        let (lifetime, scalar) = (&self.names.lifetime, &self.names.scalar);
+        let (tape, outer) = (
+            &self.names.tape,
+            quote!(::deltad::__private::Real<#lifetime, #scalar>),
+        );
+        let dual = quote!(::deltad::__private::Dual<#scalar>);
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let [flat, at, fits, inputs, sinks, rest, stack, value, adjoints] = [
+            "flat", "at", "fits", "inputs", "sinks", "rest", "stack", "value", "adjoints",
+        ]
+        .map(|name| format_ident!("__deltad_{}", name, span = Span::mixed_site()));
+        let mut lens = Vec::new();
+        let mut gather = Vec::new();
+        let mut unflatten = Vec::new();
+        let mut args = Vec::new();
+        let mut splits = Vec::new();
+        let mut pass_sinks = Vec::new();
+        let mut fields = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let local = |prefix: &str| {
+                format_ident!(
+                    "__deltad_{}_{}",
+                    prefix,
+                    syn::ext::IdentExt::unraw(name).to_string(),
+                    span = Span::mixed_site()
+                )
+            };
+            let (offset, g) = (local("at"), local("g"));
+            match &param.kind {
+                ParamKind::Real => {
+                    lens.push(quote!(1));
+                    gather.push(quote! {
+                        let #offset = #at;
+                        if #fits {
+                            #flat[#at] = #name;
+                        }
+                        #at += 1;
+                    });
+                    args.push(quote!(#inputs[#offset]));
+                    splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(1);));
+                    pass_sinks.push(quote!(&mut #g[0]));
+                    fields.push(quote!(#name: #adjoints[#offset]));
+                    continue;
+                }
+                kind if !kind.is_active() => {
+                    let arg = if matches!(param.ty, syn::Type::Reference(_)) {
+                        quote!(#name)
+                    } else {
+                        quote!(::core::clone::Clone::clone(&#name))
+                    };
+                    args.push(arg);
+                    pass_sinks.push(quote!(::deltad::__private::Discard::<#dual>::new()));
+                    continue;
+                }
+                _ => {}
+            }
+            lens.push(quote!(#name.len()));
+            gather.push(quote! {
+                let #offset = #at;
+                if #fits {
+                    #flat[#at..#at + #name.len()].copy_from_slice(&#name[..]);
+                }
+                #at += #name.len();
+            });
+            let range = quote!(#offset..#offset + #name.len());
+            match &param.kind {
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                    let array = local("array");
+                    unflatten.push(quote! {
+                        let #array: [#dual; #len] = ::core::array::from_fn(|__deltad_k| #inputs[#offset + __deltad_k]);
+                    });
+                    args.push(quote!(&#array));
+                    fields.push(quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoints[#offset + __deltad_k])));
+                }
+                _ => {
+                    args.push(quote!(&#inputs[#range]));
+                    fields.push(quote!(#name: #adjoints[#range].to_vec()));
+                }
+            }
+            splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(#name.len());));
+            pass_sinks.push(quote!(#g));
+        }
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let phantom = fields
+            .is_empty()
+            .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
+        let grad_value = quote!(#grad { #(#fields,)* #phantom });
+        let result = match kind {
+            Nested::Grad => grad_value,
+            _ => quote!((#value, #grad_value)),
+        };
+        let max = quote!(::deltad::__private::NESTED_PREACCUMULATE_MAX);
+        let keeps = !self.records_nothing;
+        let body = quote! {
+            let (#value, #adjoints) = ::deltad::__private::nested_reverse(
+                #tape,
+                &#flat[..#at],
+                #output_seed,
+                #keeps,
+                |#stack, #inputs, __deltad_seed, #sinks| {
+                    #(#unflatten)*
+                    let #rest = #sinks;
+                    #(#splits)*
+                    let #value = #fwd(&mut *#stack, #(#args),*);
+                    #adj(&mut *#stack, #(#args,)* __deltad_seed, #(#pass_sinks),*);
+                    #value
+                },
+            );
+            #result
+        };
+        let gather = quote! {
+            let #fits = (0usize #(+ #lens)*) < #max;
+            let mut #flat = [<#outer as ::deltad::__private::Scalar>::zero(); #max];
+            let mut #at = 0usize;
+            #(#gather)*
+        };
+        let condition =
+            quote!(#fits && ::deltad::__private::any_active(&#flat[..#at], &#output_seed));
+        (gather, condition, body)
+    }
+
+    /// `jvp`: the forward pass on dual numbers of the outer dual values,
+    /// recording nothing of its own, the tangents from `tangent` in input
+    /// order.
+    fn compiled_nested_forward(&self, tangent: &Ident) -> TokenStream {
+        let (lifetime, scalar) = (&self.names.lifetime, &self.names.scalar);
+        let outer = quote!(::deltad::__private::Real<#lifetime, #scalar>);
+        let dual = quote!(::deltad::__private::dual_input);
+        let fwd = Ident::new(FWD_FN, Span::call_site());
+        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let seeds = Ident::new("__deltad_seeds", Span::mixed_site());
+        let inputs = self.signature.params.iter().filter_map(|param| {
+            let name = &param.name;
+            let input = nested_dual(name);
+            Some(match &param.kind {
+                ParamKind::Real => quote!(let #input = #dual(#name, #seeds.next_tangent());),
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => quote! {
+                    let #input: [::deltad::__private::Dual<#outer>; #len] =
+                        ::core::array::from_fn(|__deltad_k| #dual(#name[__deltad_k], #seeds.next_tangent()));
+                },
+                kind if kind.is_active() => quote! {
+                    let #input: ::std::vec::Vec<::deltad::__private::Dual<#outer>> =
+                        #name.iter().map(|&__deltad_e| #dual(__deltad_e, #seeds.next_tangent())).collect();
+                },
+                _ => return None,
+            })
+        });
+        let args = self.nested_pass_args(true, true);
+        quote! {
+            let mut __deltad_flat = ::std::vec::Vec::new();
+            #flatten(#tangent, &mut __deltad_flat);
+            let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
+            #(#inputs)*
+            let __deltad_result: ::deltad::__private::Dual<#outer> =
+                #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
+            (__deltad_result.value, __deltad_result.tangent)
+        }
+    }
+}
+
+/// The local holding a parameter's dual numbers in a nested `jvp`.
+fn nested_dual(name: &Ident) -> Ident {
+    format_ident!(
+        "__deltad_nested_dual_{}",
+        syn::ext::IdentExt::unraw(name).to_string(),
+        span = Span::mixed_site()
+    )
+}
