@@ -153,14 +153,23 @@ fn along_mixed(x: &[f64], s: f64) -> f64 {
     chain_energy::jvp(x, &chain_energy::Grad { x: v }).1
 }
 
+/// At 4 input reals the nested `jvp` is preaccumulated (one
+/// forward-over-reverse run gives the partials of its value and tangent);
+/// at 20, more than `NESTED_FORWARD_MAX`, its operations are recorded.
 #[test]
 fn nested_jvp_tangents_constant_and_differentiated() {
-    let x = [0.3, -1.2, 0.8, 2.0];
-    let g = chain_energy::grad(&x);
-    let hx = chain_energy::hvp(&x, &chain_energy::Grad { x: x.to_vec() });
-    let got = along_itself::grad(&x);
-    let expected: Vec<f64> = (0..4).map(|i| hx.x[i] + g.x[i]).collect();
-    for i in 0..4 {
+    nested_jvp_tangents(&[0.3, -1.2, 0.8, 2.0]);
+    let long: Vec<f64> = (0..20).map(|i| (i as f64 * 0.7).sin() * 1.5).collect();
+    nested_jvp_tangents(&long);
+}
+
+fn nested_jvp_tangents(x: &[f64]) {
+    let n = x.len();
+    let g = chain_energy::grad(x);
+    let hx = chain_energy::hvp(x, &chain_energy::Grad { x: x.to_vec() });
+    let got = along_itself::grad(x);
+    let expected: Vec<f64> = (0..n).map(|i| hx.x[i] + g.x[i]).collect();
+    for i in 0..n {
         assert!(
             (got.x[i] - expected[i]).abs() < 1e-13,
             "{:?} vs {expected:?}",
@@ -169,14 +178,14 @@ fn nested_jvp_tangents_constant_and_differentiated() {
     }
     // d/ds: ∂f/∂x0 · x0; d/dx: H v + ∇f0 · s e0 (v depends on x0).
     let s = 0.7;
-    let mut v = vec![1.0; 4];
+    let mut v = vec![1.0; n];
     v[0] = s * x[0];
-    let hv = chain_energy::hvp(&x, &chain_energy::Grad { x: v });
-    let got = along_mixed::grad(&x, s);
+    let hv = chain_energy::hvp(x, &chain_energy::Grad { x: v });
+    let got = along_mixed::grad(x, s);
     assert!((got.s - g.x[0] * x[0]).abs() < 1e-14);
     let mut expected = hv.x.clone();
     expected[0] += g.x[0] * s;
-    for i in 0..4 {
+    for i in 0..n {
         assert!(
             (got.x[i] - expected[i]).abs() < 1e-13,
             "{:?} vs {expected:?}",

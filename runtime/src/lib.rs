@@ -142,7 +142,8 @@ pub mod __private {
         Stack, Unvalued, Valued,
     };
     pub use crate::compiled_call::{
-        any_active, nested_reverse, CompiledCall, NESTED_PREACCUMULATE_MAX,
+        any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,
+        NESTED_PREACCUMULATE_MAX,
     };
     pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
     pub use crate::custom::{compiled_output, custom_output, input_leaves};

@@ -158,154 +158,12 @@ impl Generator<'_> {
                 #result
             }
         };
-        let (gather, preaccumulate, preaccumulated) =
-            self.nested_preaccumulated(kind, &output_seed);
+        let preaccumulated = self.nested_reverse_preaccumulated(kind, &output_seed);
+        let choice = self.preaccumulated_or(preaccumulated, TokenStream::new(), direct);
         quote! {
             #seed_value
-            #gather
-            if #preaccumulate {
-                #preaccumulated
-            } else {
-                #direct
-            }
+            #choice
         }
-    }
-
-    /// A nested reverse derivative with few input reals, preaccumulated
-    /// (`nested_reverse`: forward-over-reverse runs of the passes, one per
-    /// input real, give the partials of the value and the adjoints, each
-    /// recorded as one binding): the statements gathering the input reals
-    /// (if they are few), the condition (few, and one of them or the seed
-    /// has a binding: with none, as in forward mode, there is nothing to
-    /// preaccumulate), and the body.
-    fn nested_preaccumulated(
-        &self,
-        kind: Nested,
-        output_seed: &Ident,
-    ) -> (TokenStream, TokenStream, TokenStream) {
-        let (lifetime, scalar) = (&self.names.lifetime, &self.names.scalar);
-        let (tape, outer) = (
-            &self.names.tape,
-            quote!(::deltad::__private::Real<#lifetime, #scalar>),
-        );
-        let dual = quote!(::deltad::__private::Dual<#scalar>);
-        let (fwd, adj) = (
-            Ident::new(FWD_FN, Span::call_site()),
-            Ident::new(ADJ_FN, Span::call_site()),
-        );
-        let [flat, at, fits, inputs, sinks, rest, stack, value, adjoints] = [
-            "flat", "at", "fits", "inputs", "sinks", "rest", "stack", "value", "adjoints",
-        ]
-        .map(|name| format_ident!("__deltad_{}", name, span = Span::mixed_site()));
-        let mut lens = Vec::new();
-        let mut gather = Vec::new();
-        let mut unflatten = Vec::new();
-        let mut args = Vec::new();
-        let mut splits = Vec::new();
-        let mut pass_sinks = Vec::new();
-        let mut fields = Vec::new();
-        for param in &self.signature.params {
-            let name = &param.name;
-            let local = |prefix: &str| {
-                format_ident!(
-                    "__deltad_{}_{}",
-                    prefix,
-                    syn::ext::IdentExt::unraw(name).to_string(),
-                    span = Span::mixed_site()
-                )
-            };
-            let (offset, g) = (local("at"), local("g"));
-            match &param.kind {
-                ParamKind::Real => {
-                    lens.push(quote!(1));
-                    gather.push(quote! {
-                        let #offset = #at;
-                        if #fits {
-                            #flat[#at] = #name;
-                        }
-                        #at += 1;
-                    });
-                    args.push(quote!(#inputs[#offset]));
-                    splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(1);));
-                    pass_sinks.push(quote!(&mut #g[0]));
-                    fields.push(quote!(#name: #adjoints[#offset]));
-                    continue;
-                }
-                kind if !kind.is_active() => {
-                    let arg = if matches!(param.ty, syn::Type::Reference(_)) {
-                        quote!(#name)
-                    } else {
-                        quote!(::core::clone::Clone::clone(&#name))
-                    };
-                    args.push(arg);
-                    pass_sinks.push(quote!(::deltad::__private::Discard::<#dual>::new()));
-                    continue;
-                }
-                _ => {}
-            }
-            lens.push(quote!(#name.len()));
-            gather.push(quote! {
-                let #offset = #at;
-                if #fits {
-                    #flat[#at..#at + #name.len()].copy_from_slice(&#name[..]);
-                }
-                #at += #name.len();
-            });
-            let range = quote!(#offset..#offset + #name.len());
-            match &param.kind {
-                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                    let array = local("array");
-                    unflatten.push(quote! {
-                        let #array: [#dual; #len] = ::core::array::from_fn(|__deltad_k| #inputs[#offset + __deltad_k]);
-                    });
-                    args.push(quote!(&#array));
-                    fields.push(quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoints[#offset + __deltad_k])));
-                }
-                _ => {
-                    args.push(quote!(&#inputs[#range]));
-                    fields.push(quote!(#name: #adjoints[#range].to_vec()));
-                }
-            }
-            splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(#name.len());));
-            pass_sinks.push(quote!(#g));
-        }
-        let grad = Ident::new(items::GRAD, Span::call_site());
-        let phantom = fields
-            .is_empty()
-            .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
-        let grad_value = quote!(#grad { #(#fields,)* #phantom });
-        let result = match kind {
-            Nested::Grad => grad_value,
-            _ => quote!((#value, #grad_value)),
-        };
-        let max = quote!(::deltad::__private::NESTED_PREACCUMULATE_MAX);
-        let keeps = !self.records_nothing;
-        let body = quote! {
-            let (#value, #adjoints) = ::deltad::__private::nested_reverse(
-                #tape,
-                &#flat[..#at],
-                #output_seed,
-                #keeps,
-                |#stack, #inputs, __deltad_seed, #sinks| {
-                    #(#unflatten)*
-                    let #rest = #sinks;
-                    #(#splits)*
-                    let #value = #fwd(&mut *#stack, #(#args),*);
-                    #adj(&mut *#stack, #(#args,)* __deltad_seed, #(#pass_sinks),*);
-                    #value
-                },
-            );
-            #result
-        };
-        let gather = quote! {
-            let #fits = (0usize #(+ #lens)*) < #max;
-            let mut #flat = [<#outer as ::deltad::__private::Scalar>::zero(); #max];
-            let mut #at = 0usize;
-            #(#gather)*
-        };
-        let condition =
-            quote!(#fits && ::deltad::__private::any_active(&#flat[..#at], &#output_seed));
-        (gather, condition, body)
     }
 
     /// `jvp`: the forward pass on dual numbers of the outer dual values,
@@ -335,15 +193,24 @@ impl Generator<'_> {
             })
         });
         let args = self.nested_pass_args(true, true);
-        quote! {
-            let mut __deltad_flat = ::std::vec::Vec::new();
-            #flatten(#tangent, &mut __deltad_flat);
-            let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
-            #(#inputs)*
-            let __deltad_result: ::deltad::__private::Dual<#outer> =
-                #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
-            (__deltad_result.value, __deltad_result.tangent)
-        }
+        let seeds_from_tangent = quote! {
+            let mut #seeds = {
+                let mut __deltad_tangents = ::std::vec::Vec::new();
+                #flatten(#tangent, &mut __deltad_tangents);
+                ::deltad::__private::Seeds::from_flat(__deltad_tangents)
+            };
+        };
+        let preaccumulated = self.nested_forward_preaccumulated(&seeds);
+        self.preaccumulated_or(
+            preaccumulated,
+            seeds_from_tangent,
+            quote! {
+                #(#inputs)*
+                let __deltad_result: ::deltad::__private::Dual<#outer> =
+                    #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
+                (__deltad_result.value, __deltad_result.tangent)
+            },
+        )
     }
 }
 

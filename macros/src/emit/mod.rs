@@ -50,6 +50,7 @@ mod forward;
 mod grad;
 mod higher;
 mod nested;
+mod nested_preaccumulated;
 mod record;
 mod wrappers;
 

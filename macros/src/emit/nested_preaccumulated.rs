@@ -1,0 +1,282 @@
+//! Nested derivatives of a compiled function with few input reals,
+//! preaccumulated (`compiled_nested.rs` chooses): instead of recording
+//! every operation of the derivative on the caller's tape, forward-over-
+//! reverse runs of the passes on the tape's scalar give each result's
+//! partial derivatives, and each result is recorded as one binding
+//! (`nested_reverse`, `nested_forward` in the runtime). The input reals
+//! are copied in parameter order into a fixed array (`flat`), and one
+//! closure runs the passes on them flat.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::Ident;
+
+use super::compiled::{ADJ_FN, FWD_FN};
+use super::nested::Nested;
+use super::Generator;
+use crate::names::items;
+use crate::signature::ParamKind;
+
+/// A generated local of this module.
+fn local(name: &str) -> Ident {
+    format_ident!("__deltad_{}", name, span = Span::mixed_site())
+}
+
+/// A generated local for parameter `name`.
+fn param_local(prefix: &str, name: &Ident) -> Ident {
+    format_ident!(
+        "__deltad_{}_{}",
+        prefix,
+        syn::ext::IdentExt::unraw(name).to_string(),
+        span = Span::mixed_site()
+    )
+}
+
+/// The pieces of a preaccumulated nested derivative.
+pub(super) struct Preaccumulated {
+    /// The number of input reals, and the most that fit.
+    count: TokenStream,
+    max: TokenStream,
+    /// Statements copying the input reals (and, for `jvp`, their tangents)
+    /// into fixed arrays.
+    gather: TokenStream,
+    /// True if one of them (or the seed) has a binding.
+    active: TokenStream,
+    body: TokenStream,
+}
+
+impl Generator<'_> {
+    /// `grad`, `value_and_grad` or `vjp` with output adjoint `output_seed`.
+    pub(super) fn nested_reverse_preaccumulated(
+        &self,
+        kind: Nested,
+        output_seed: &Ident,
+    ) -> Preaccumulated {
+        let max = quote!(::deltad::__private::NESTED_PREACCUMULATE_MAX);
+        let (count, gather, fields) = self.gather_flat(&max, None);
+        let (flat, at, value, adjoints) = (
+            local("flat"),
+            local("at"),
+            local("value"),
+            local("adjoints"),
+        );
+        let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let fields = fields.iter().map(|(name, field)| quote!(#name: #field));
+        let phantom = self
+            .signature
+            .params
+            .iter()
+            .all(|p| !p.kind.is_active())
+            .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
+        let grad_value = quote!(#grad { #(#fields,)* #phantom });
+        let result = match kind {
+            Nested::Grad => grad_value,
+            _ => quote!((#value, #grad_value)),
+        };
+        Preaccumulated {
+            count,
+            max,
+            gather,
+            active: quote! {
+                ::deltad::__private::any_active(&#flat[..#at], ::core::slice::from_ref(&#output_seed))
+            },
+            body: quote! {
+                let (#value, #adjoints) = ::deltad::__private::nested_reverse(
+                    #tape, &#flat[..#at], #output_seed, #keeps, #pass,
+                );
+                #result
+            },
+        }
+    }
+
+    /// The nested derivative preaccumulated where the caller records on a
+    /// tape (not forward mode), the input reals fit and one of them has a
+    /// binding, and else `direct`; `setup` runs before gathering (and again
+    /// before `direct` if they did not fit).
+    pub(super) fn preaccumulated_or(
+        &self,
+        preaccumulated: Preaccumulated,
+        setup: TokenStream,
+        direct: TokenStream,
+    ) -> TokenStream {
+        let Preaccumulated {
+            count,
+            max,
+            gather,
+            active,
+            body,
+        } = preaccumulated;
+        let tape = &self.names.tape;
+        let label = syn::Lifetime::new("'__deltad_nested", Span::mixed_site());
+        quote! {
+            #label: {
+                if !#tape.is_forward_only() && #count <= #max {
+                    #setup
+                    #gather
+                    if #active {
+                        break #label { #body };
+                    }
+                }
+                #setup
+                #direct
+            }
+        }
+    }
+
+    /// `jvp` along the tangents `seeds` gives in input order (a `Seeds`).
+    pub(super) fn nested_forward_preaccumulated(&self, seeds: &Ident) -> Preaccumulated {
+        let max = quote!(::deltad::__private::NESTED_FORWARD_MAX);
+        let tangents = local("tangents");
+        let (count, gather, _) = self.gather_flat(&max, Some((&tangents, seeds)));
+        let (flat, at) = (local("flat"), local("at"));
+        let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
+        Preaccumulated {
+            count,
+            max,
+            gather,
+            active: quote!(::deltad::__private::any_active(&#flat[..#at], &#tangents[..#at])),
+            body: quote! {
+                ::deltad::__private::nested_forward(#tape, &#flat[..#at], &#tangents[..#at], #keeps, #pass)
+            },
+        }
+    }
+
+    /// The number of input reals; statements copying them into
+    /// `__deltad_flat` (a fixed array of `max` outer dual values), each
+    /// parameter's offset into `__deltad_at_<name>` (and, given `tangents`,
+    /// the next tangents of `seeds` into that array); and each
+    /// differentiated parameter's `Grad` field read from the flat adjoints.
+    fn gather_flat(
+        &self,
+        max: &TokenStream,
+        tangents: Option<(&Ident, &Ident)>,
+    ) -> (TokenStream, TokenStream, Vec<(Ident, TokenStream)>) {
+        let (lifetime, scalar) = (&self.names.lifetime, &self.names.scalar);
+        let outer = quote!(::deltad::__private::Real<#lifetime, #scalar>);
+        let (flat, at, adjoints, k) = (local("flat"), local("at"), local("adjoints"), local("k"));
+        let tangent = |index: TokenStream| match tangents {
+            Some((tangents, seeds)) => quote! {
+                #tangents[#index] = ::deltad::__private::Tangent::<#outer>::at_level(#seeds.next_tangent());
+            },
+            None => TokenStream::new(),
+        };
+        let mut lens = Vec::new();
+        let mut copies = Vec::new();
+        let mut fields = Vec::new();
+        for param in self.signature.params.iter().filter(|p| p.kind.is_active()) {
+            let name = &param.name;
+            let offset = param_local("at", name);
+            if matches!(param.kind, ParamKind::Real) {
+                let tangent = tangent(quote!(#at));
+                lens.push(quote!(1));
+                copies.push(quote! {
+                    let #offset = #at;
+                    #flat[#at] = #name;
+                    #tangent
+                    #at += 1;
+                });
+                fields.push((name.clone(), quote!(#adjoints[#offset])));
+                continue;
+            }
+            let tangent = tangent(quote!(#at + #k));
+            lens.push(quote!(#name.len()));
+            copies.push(quote! {
+                let #offset = #at;
+                for #k in 0..#name.len() {
+                    #flat[#at + #k] = #name[#k];
+                    #tangent
+                }
+                #at += #name.len();
+            });
+            fields.push((
+                name.clone(),
+                match &param.kind {
+                    ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
+                        quote!(::core::array::from_fn(|#k| #adjoints[#offset + #k]))
+                    }
+                    _ => quote!(#adjoints[#offset..#offset + #name.len()].to_vec()),
+                },
+            ));
+        }
+        let zero = quote!(<#outer as ::deltad::__private::Scalar>::zero());
+        let tangents = tangents.map(|(tangents, _)| quote!(let mut #tangents = [#zero; #max];));
+        let gather = quote! {
+            let mut #flat = [#zero; #max];
+            #tangents
+            let mut #at = 0usize;
+            #(#copies)*
+        };
+        (quote!((0usize #(+ #lens)*)), gather, fields)
+    }
+
+    /// The closure running the forward pass and the adjoint on dual numbers
+    /// of the tape's scalar, the input reals and their adjoints flat (in
+    /// the order and at the offsets `gather_flat` gives them).
+    fn flat_pass(&self) -> TokenStream {
+        let scalar = &self.names.scalar;
+        let dual = quote!(::deltad::__private::Dual<#scalar>);
+        let (fwd, adj) = (
+            Ident::new(FWD_FN, Span::call_site()),
+            Ident::new(ADJ_FN, Span::call_site()),
+        );
+        let (stack, inputs, seed, sinks, rest, value, k) = (
+            local("stack"),
+            local("inputs"),
+            local("seed"),
+            local("sinks"),
+            local("rest"),
+            local("value"),
+            local("k"),
+        );
+        let mut arrays = Vec::new();
+        let mut args = Vec::new();
+        let mut splits = Vec::new();
+        let mut pass_sinks = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let (offset, adjoint) = (param_local("at", name), param_local("g", name));
+            let len = match &param.kind {
+                ParamKind::Real => {
+                    args.push(quote!(#inputs[#offset]));
+                    pass_sinks.push(quote!(&mut #adjoint[0]));
+                    quote!(1)
+                }
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                    let array = param_local("array", name);
+                    arrays.push(quote! {
+                        let #array: [#dual; #len] = ::core::array::from_fn(|#k| #inputs[#offset + #k]);
+                    });
+                    args.push(quote!(&#array));
+                    pass_sinks.push(quote!(#adjoint));
+                    quote!(#name.len())
+                }
+                kind if kind.is_active() => {
+                    args.push(quote!(&#inputs[#offset..#offset + #name.len()]));
+                    pass_sinks.push(quote!(#adjoint));
+                    quote!(#name.len())
+                }
+                _ => {
+                    args.push(if matches!(param.ty, syn::Type::Reference(_)) {
+                        quote!(#name)
+                    } else {
+                        quote!(::core::clone::Clone::clone(&#name))
+                    });
+                    pass_sinks.push(quote!(::deltad::__private::Discard::<#dual>::new()));
+                    continue;
+                }
+            };
+            splits.push(quote!(let (#adjoint, #rest) = #rest.split_at_mut(#len);));
+        }
+        quote! {
+            |#stack: &mut ::deltad::__private::Stack<#dual>, #inputs: &[#dual], #seed: #dual, #sinks: &mut [#dual]| {
+                #(#arrays)*
+                let #rest = #sinks;
+                #(#splits)*
+                let #value = #fwd(&mut *#stack, #(#args),*);
+                #adj(&mut *#stack, #(#args,)* #seed, #(#pass_sinks),*);
+                #value
+            }
+        }
+    }
+}
