@@ -290,6 +290,9 @@ pub enum Expr {
     SinCos(Box<Expr>, usize),
     /// A call to a generated helper.
     Call(String, Vec<Arg>),
+    /// A derivative of a generated helper taken inside the function (the
+    /// inner `Call` gives the helper and its arguments).
+    Derivative(Box<Expr>, Derivative),
     /// A call to a local closure.
     ClosureCall(String, Box<Expr>),
     IfElse(Box<Cond>, Box<Expr>, Box<Expr>),
@@ -326,4 +329,42 @@ impl Expr {
             _ => false,
         }
     }
+}
+
+/// Which derivative of a helper, and which real of it is read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Derivative {
+    /// `h::grad(..)` read at a field.
+    Grad(Read),
+    /// `h::value_and_grad(..).0`.
+    Value,
+    /// `h::vjp(.., seed).1` read at a field.
+    Vjp(Box<Expr>, Read),
+    /// `h::jvp(.., &h::Grad { .. }).1`: a tangent per differentiated
+    /// parameter, in order.
+    Jvp(Vec<Tangent>),
+}
+
+/// A field of a helper's `Grad`: `.x0`, or element 0 of a buffer's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Read {
+    pub field: String,
+    pub element: bool,
+}
+
+/// The tangent of one differentiated parameter in a nested `jvp`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tangent {
+    pub field: String,
+    pub value: TangentValue,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TangentValue {
+    /// A real parameter's.
+    Real(Expr),
+    /// A slice parameter's: `vec![e; arg.len()]`, `arg` the slice passed.
+    Slice(Expr, String),
+    /// An array parameter's: `[e0, e1, ..]`.
+    Array(Vec<Expr>),
 }

@@ -337,6 +337,25 @@ fn method(name: &str, recv: &Expr, args: &[String], style: Style) -> String {
     }
 }
 
+/// The arguments of a call to a generated helper.
+fn call_args(args: &[Arg]) -> Vec<String> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Real(e) => expr(e),
+            Arg::Slice { name, buffer: true } => format!("&{name}"),
+            Arg::Slice {
+                name,
+                buffer: false,
+            } => name.clone(),
+            Arg::Struct(name) => format!("&{name}"),
+            Arg::Array(elems) => {
+                let elems: Vec<String> = elems.iter().map(expr).collect();
+                format!("[{}]", elems.join(", "))
+            }
+        })
+        .collect()
+}
+
 pub fn expr(e: &Expr) -> String {
     match e {
         Expr::Const(c) => constant(*c),
@@ -363,24 +382,44 @@ pub fn expr(e: &Expr) -> String {
         }
         Expr::Powi(a, n) => method("powi", a, &[n.to_string()], Style::Method),
         Expr::SinCos(a, k) => format!("{}.{k}", method("sin_cos", a, &[], Style::Method)),
-        Expr::Call(name, args) => {
-            let args: Vec<String> = args
-                .iter()
-                .map(|a| match a {
-                    Arg::Real(e) => expr(e),
-                    Arg::Slice { name, buffer: true } => format!("&{name}"),
-                    Arg::Slice {
-                        name,
-                        buffer: false,
-                    } => name.clone(),
-                    Arg::Struct(name) => format!("&{name}"),
-                    Arg::Array(elems) => {
-                        let elems: Vec<String> = elems.iter().map(expr).collect();
-                        format!("[{}]", elems.join(", "))
-                    }
-                })
-                .collect();
-            format!("{name}({})", args.join(", "))
+        Expr::Call(name, args) => format!("{name}({})", call_args(args).join(", ")),
+        Expr::Derivative(call, derivative) => {
+            let Expr::Call(name, args) = &**call else {
+                return "0.0".into();
+            };
+            let mut args = call_args(args);
+            let read = |r: &Read| {
+                let index = if r.element { "[0]" } else { "" };
+                format!(".{}{index}", r.field)
+            };
+            match derivative {
+                Derivative::Grad(r) => format!("{name}::grad({}){}", args.join(", "), read(r)),
+                Derivative::Value => format!("{name}::value_and_grad({}).0", args.join(", ")),
+                Derivative::Vjp(seed, r) => {
+                    args.push(expr(seed));
+                    format!("{name}::vjp({}).1{}", args.join(", "), read(r))
+                }
+                Derivative::Jvp(tangents) => {
+                    let fields: Vec<String> = tangents
+                        .iter()
+                        .map(|t| {
+                            let value = match &t.value {
+                                TangentValue::Real(e) => expr(e),
+                                TangentValue::Slice(e, arg) => {
+                                    format!("vec![{}; {arg}.len()]", expr(e))
+                                }
+                                TangentValue::Array(elems) => {
+                                    let elems: Vec<String> = elems.iter().map(expr).collect();
+                                    format!("[{}]", elems.join(", "))
+                                }
+                            };
+                            format!("{}: {value}", t.field)
+                        })
+                        .collect();
+                    args.push(format!("&{name}::Grad {{ {} }}", fields.join(", ")));
+                    format!("{name}::jvp({}).1", args.join(", "))
+                }
+            }
         }
         Expr::ClosureCall(name, a) => format!("{name}({})", expr(a)),
         Expr::IfElse(c, a, b) => {

@@ -78,9 +78,12 @@ struct Var {
     plain: bool,
 }
 
+#[derive(Clone)]
 struct HelperSig {
     name: String,
     params: Vec<ParamTy>,
+    /// The parameters' names (`Grad` fields of the differentiated ones).
+    names: Vec<String>,
     bound: f64,
     /// Returns a `Pt` (its fields are read, `h(..).a`).
     returns_struct: bool,
@@ -310,6 +313,7 @@ impl Gen {
         self.helpers.push(HelperSig {
             name: name.to_string(),
             params: params.iter().map(|p| p.ty).collect(),
+            names: params.iter().map(|p| p.name.clone()).collect(),
             bound,
             returns_struct,
         });
@@ -1220,6 +1224,13 @@ impl Gen {
     /// helper returning a `Pt` read by one of its fields).
     fn call(&mut self, depth: usize) -> (Expr, f64) {
         let h = self.rng.below(self.helpers.len());
+        // Sometimes a derivative of the helper instead (which takes the
+        // function to the tape; not in `#[preaccumulate]` loops).
+        if self.mode == Mode::Normal && self.rng.chance(0.1) {
+            if let Some(derivative) = self.derivative_of(h, depth) {
+                return derivative;
+            }
+        }
         let Some(call) = self.call_of(h, depth) else {
             return self.leaf();
         };
@@ -1229,6 +1240,67 @@ impl Gen {
             return (Expr::CallField(Box::new(call), field), bound);
         }
         (call, bound)
+    }
+
+    /// A derivative of helper `h` taken here (`h::grad(..).x0`,
+    /// `h::jvp(.., &h::Grad { .. }).1`, ..), squashed: `None` where no call
+    /// fits or the helper has a `Pt` parameter or result.
+    fn derivative_of(&mut self, h: usize, depth: usize) -> Option<(Expr, f64)> {
+        let sig = self.helpers[h].clone();
+        if sig.returns_struct
+            || sig
+                .params
+                .iter()
+                .any(|p| matches!(p, ParamTy::Struct | ParamTy::Structs(_)))
+        {
+            return None;
+        }
+        let call = self.call_of(h, depth)?;
+        let Expr::Call(_, args) = &call else {
+            return None;
+        };
+        let fields: Vec<(String, ParamTy, Arg)> = sig
+            .names
+            .iter()
+            .zip(&sig.params)
+            .zip(args)
+            .filter(|((_, ty), _)| {
+                matches!(ty, ParamTy::Real | ParamTy::Slice(_) | ParamTy::Array(_))
+            })
+            .map(|((name, ty), arg)| (name.clone(), *ty, arg.clone()))
+            .collect();
+        if fields.is_empty() {
+            return None;
+        }
+        let (field, ty, _) = self.rng.pick(&fields).clone();
+        let read = Read {
+            element: !matches!(ty, ParamTy::Real),
+            field,
+        };
+        let inner = depth.max(1) - 1;
+        let derivative = match self.rng.below(4) {
+            0 => Derivative::Grad(read),
+            1 => Derivative::Value,
+            2 => Derivative::Vjp(Box::new(self.real_capped(inner).0), read),
+            _ => {
+                let mut tangents = Vec::new();
+                for (field, ty, arg) in fields {
+                    let value = match (ty, arg) {
+                        (ParamTy::Slice(_), Arg::Slice { name, .. }) => {
+                            TangentValue::Slice(self.real_capped(inner).0, name)
+                        }
+                        (ParamTy::Array(n), _) => {
+                            TangentValue::Array((0..n).map(|_| self.real_capped(inner).0).collect())
+                        }
+                        _ => TangentValue::Real(self.real_capped(inner).0),
+                    };
+                    tangents.push(Tangent { field, value });
+                }
+                Derivative::Jvp(tangents)
+            }
+        };
+        let e = Expr::Derivative(Box::new(call), derivative);
+        Some(self.squash(e, sig.bound * 4.0))
     }
 
     /// A call of helper `h` (`None` if no value fits one of its

@@ -395,6 +395,22 @@ fn children(e: &Expr) -> Vec<&Expr> {
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],
+        Expr::Derivative(call, derivative) => {
+            let mut v: Vec<&Expr> = vec![call];
+            match derivative {
+                Derivative::Vjp(seed, _) => v.push(seed),
+                Derivative::Jvp(tangents) => {
+                    for t in tangents {
+                        match &t.value {
+                            TangentValue::Real(e) | TangentValue::Slice(e, _) => v.push(e),
+                            TangentValue::Array(elems) => v.extend(elems.iter()),
+                        }
+                    }
+                }
+                Derivative::Grad(_) | Derivative::Value => {}
+            }
+            v
+        }
         Expr::ClosureCall(_, a) => vec![a],
         Expr::IfElse(_, a, b) | Expr::MatchBool(_, a, b) => vec![a, b],
         Expr::MatchInt(_, arms) => arms.iter().collect(),
@@ -421,6 +437,22 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],
+        Expr::Derivative(call, derivative) => {
+            let mut v: Vec<&mut Expr> = vec![call];
+            match derivative {
+                Derivative::Vjp(seed, _) => v.push(seed),
+                Derivative::Jvp(tangents) => {
+                    for t in tangents {
+                        match &mut t.value {
+                            TangentValue::Real(e) | TangentValue::Slice(e, _) => v.push(e),
+                            TangentValue::Array(elems) => v.extend(elems.iter_mut()),
+                        }
+                    }
+                }
+                Derivative::Grad(_) | Derivative::Value => {}
+            }
+            v
+        }
         Expr::ClosureCall(_, a) => vec![a],
         Expr::IfElse(_, a, b) | Expr::MatchBool(_, a, b) => vec![a, b],
         Expr::MatchInt(_, arms) => arms.iter_mut().collect(),

@@ -249,6 +249,62 @@ impl Env<'_> {
             })
     }
 
+    /// A derivative of a call of an earlier function returning a real,
+    /// whose parameters all have `Grad` fields of the kinds read (reals,
+    /// slices, arrays; no `Pt`).
+    fn derivative(&self, call: &Expr, derivative: &Derivative) -> bool {
+        let Expr::Call(name, args) = call else {
+            return false;
+        };
+        let Some(f) = self.funcs.iter().find(|f| &f.name == name) else {
+            return false;
+        };
+        if !self.call(name, args, false)
+            || f.params
+                .iter()
+                .any(|p| matches!(p.ty, ParamTy::Struct | ParamTy::Structs(_)))
+        {
+            return false;
+        }
+        // The differentiated parameters (their `Grad` fields), with the
+        // argument each is given.
+        let fields: Vec<(&String, ParamTy, &Arg)> = f
+            .params
+            .iter()
+            .zip(args)
+            .filter(|(p, _)| matches!(p.ty, ParamTy::Real | ParamTy::Slice(_) | ParamTy::Array(_)))
+            .map(|(p, a)| (&p.name, p.ty, a))
+            .collect();
+        let read = |r: &Read| {
+            fields
+                .iter()
+                .any(|(name, ty, _)| **name == r.field && r.element == !matches!(ty, ParamTy::Real))
+        };
+        match derivative {
+            Derivative::Grad(r) => read(r),
+            Derivative::Value => true,
+            Derivative::Vjp(seed, r) => self.expr(seed) && read(r),
+            Derivative::Jvp(tangents) => {
+                tangents.len() == fields.len()
+                    && tangents.iter().zip(&fields).all(|(t, (name, ty, arg))| {
+                        t.field == **name
+                            && match (&t.value, ty, arg) {
+                                (TangentValue::Real(e), ParamTy::Real, _) => self.expr(e),
+                                (
+                                    TangentValue::Slice(e, of),
+                                    ParamTy::Slice(_),
+                                    Arg::Slice { name, .. },
+                                ) => of == name && self.expr(e),
+                                (TangentValue::Array(elems), ParamTy::Array(n), _) => {
+                                    elems.len() == *n && elems.iter().all(|e| self.expr(e))
+                                }
+                                _ => false,
+                            }
+                    })
+            }
+        }
+    }
+
     /// `e` is a call of a function returning a `Pt`.
     fn struct_call(&self, e: &Expr) -> bool {
         match e {
@@ -305,6 +361,7 @@ impl Env<'_> {
             Expr::Bin(_, a, b) => self.expr(a) && self.expr(b),
             Expr::Multi(_, a, args, _) => self.expr(a) && args.iter().all(|x| self.expr(x)),
             Expr::Call(name, args) => self.call(name, args, false),
+            Expr::Derivative(call, derivative) => self.derivative(call, derivative),
             Expr::ClosureCall(name, a) => self.is(name, |k| k == Kind::Closure) && self.expr(a),
             Expr::IfElse(c, a, b) | Expr::MatchBool(c, a, b) => {
                 self.cond(c) && self.expr(a) && self.expr(b)

@@ -24,6 +24,7 @@ impl Generator<'_> {
         if let Some(body) = self.compiled_call_body() {
             return body;
         }
+        let with = self.stack_provider();
         let tape = &self.names.tape;
         let s = &self.names.scalar;
         let (fwd, adj) = (
@@ -260,7 +261,7 @@ impl Generator<'_> {
                 return ::deltad::__private::Real::constant(#value);
             }
             #(#gradients)*
-            let #value: #s = ::deltad::__private::with_stack::<#s, _>(|#stack| {
+            let #value: #s = ::deltad::__private::#with::<#s, _>(|#stack| {
                 let #value: #s = #fwd(&mut *#stack, #(#fwd_args),*);
                 #adj(&mut *#stack, #(#adj_args,)* <#s as ::deltad::__private::Scalar>::one(), #(#sinks),*);
                 #value
@@ -295,6 +296,7 @@ impl Generator<'_> {
         }
         let tape = &self.names.tape;
         let s = &self.names.scalar;
+        let with = self.stack_provider();
         let (fwd, adj) = (
             Ident::new(FWD_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
@@ -368,7 +370,7 @@ impl Generator<'_> {
                 #fwd(&mut ::deltad::__private::NoRecord, #(#fwd_args),*)
             } else {
                 #(#splits)*
-                ::deltad::__private::with_stack::<#s, _>(|#stack| {
+                ::deltad::__private::#with::<#s, _>(|#stack| {
                     let #value: #s = #fwd(&mut *#stack, #(#fwd_args),*);
                     #adj(&mut *#stack, #(#adj_args,)* <#s as ::deltad::__private::Scalar>::one(), #(#sinks),*);
                     #value

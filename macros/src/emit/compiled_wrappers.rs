@@ -346,16 +346,23 @@ impl Generator<'_> {
         (quote!(#(#before)*), quote!(#(#after)*))
     }
 
+    /// The runtime function lending a stack to the passes: a new empty one
+    /// where the forward pass keeps nothing, else the pool's.
+    pub(super) fn stack_provider(&self) -> Ident {
+        let name = if self.records_nothing {
+            "with_empty_stack"
+        } else {
+            "with_stack"
+        };
+        Ident::new(name, Span::call_site())
+    }
+
     /// Runs `body` with a stack of `scalar`s named by the returned ident (a
     /// new empty one if the forward pass keeps nothing, else the pool's).
     fn with_stack(&self, scalar: Scalar, body: TokenStream) -> (Ident, TokenStream) {
         let s = self.scalar_type(scalar);
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
-        let with = if self.records_nothing {
-            quote!(with_empty_stack)
-        } else {
-            quote!(with_stack)
-        };
+        let with = self.stack_provider();
         (
             stack.clone(),
             quote! {
