@@ -1311,3 +1311,52 @@ where {
         assert!((g.y - x.powf(y) * x.ln()).abs() < 1e-12);
     }
 }
+
+/// Fuzz seed 62, program 241 (seed 913832638248970690, the first batch with
+/// derivatives of helpers taken inside the entry function): the tangent of
+/// a nested `jvp` mixing a differentiated field and a constant buffer,
+/// `&h0::Grad { x0: s0[4], s0: vec![v9; s0.len()] }` with `v9: f64` a
+/// constant, did not compile (`expected Vec<Real<..>>, found Vec<f64>`): an
+/// owned buffer of constants is now lifted to dual values like a constant
+/// real is (a `Vec` and an array).
+mod nested_jvp_with_a_constant_buffer_tangent {
+    use deltad::differentiate;
+
+    #[differentiate]
+    pub fn g(a: f64, s: &[f64], w: [f64; 2]) -> f64 {
+        a * s[0] * s[1] + w[0] * w[1] * a
+    }
+
+    #[differentiate]
+    pub fn f(x: f64, s: &[f64]) -> f64 {
+        let c: f64 = 1.5;
+        let d = [0.25, -2.0];
+        g::jvp(
+            x,
+            s,
+            [x, 1.0],
+            &g::Grad {
+                a: x,
+                s: vec![c; s.len()],
+                w: d,
+            },
+        )
+        .1
+    }
+
+    #[test]
+    fn its_gradient_matches_the_closed_form() {
+        // f = x·s0·s1 + x·c·(s0 + s1) + x(0.25 + (-2)·x)  (w = [x, 1]):
+        // g's partials along (x, [c, c], [0.25, -2]) with a = x.
+        let (x, s) = (0.5, [2.0, 3.0]);
+        let c = 1.5;
+        let value =
+            x * s[0] * s[1] + x * c * (s[0] + s[1]) + x * (0.25 * 1.0 + x * -2.0) + x * 1.0 * x;
+        let (got, grad) = f::value_and_grad(x, &s);
+        assert!((got - value).abs() < 1e-12, "{got} vs {value}");
+        let dx = s[0] * s[1] + c * (s[0] + s[1]) + 0.25 - 4.0 * x + 2.0 * x;
+        assert!((grad.x - dx).abs() < 1e-12, "{} vs {dx}", grad.x);
+        assert!((grad.s[0] - x * (s[1] + c)).abs() < 1e-12);
+        assert!((grad.s[1] - x * (s[0] + c)).abs() < 1e-12);
+    }
+}

@@ -523,3 +523,52 @@ macro_rules! constant_operands {
     )*};
 }
 constant_operands!(f64 f32);
+
+/// A field of a `Grad` literal of dual values (a nested `jvp`'s tangent)
+/// given by a constant: a real, or a `Vec` or array of them, lifted to
+/// dual values; a value already of the field's type as it is. (Separate
+/// from `Arg`, whose conversions of owned buffers would make calls to
+/// generic parameters ambiguous.)
+pub trait GradField<Target> {
+    /// Converts.
+    fn grad_field(self) -> Target;
+}
+
+/// Converts a `Grad` field's value to the field's type.
+#[inline(always)]
+pub fn grad_field<T: GradField<U>, U>(value: T) -> U {
+    value.grad_field()
+}
+
+#[diagnostic::do_not_recommend]
+impl<T> GradField<T> for T {
+    #[inline(always)]
+    fn grad_field(self) -> T {
+        self
+    }
+}
+
+macro_rules! constant_grad_fields {
+    ($($p:ident)*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl<'t, S: Scalar<Prim = $p>> GradField<Real<'t, S>> for $p {
+            #[inline(always)]
+            fn grad_field(self) -> Real<'t, S> {
+                Real::from_prim(self)
+            }
+        }
+        #[diagnostic::do_not_recommend]
+        impl<'t, S: Scalar<Prim = $p>> GradField<Vec<Real<'t, S>>> for Vec<$p> {
+            fn grad_field(self) -> Vec<Real<'t, S>> {
+                self.into_iter().map(Real::from_prim).collect()
+            }
+        }
+        #[diagnostic::do_not_recommend]
+        impl<'t, S: Scalar<Prim = $p>, const N: usize> GradField<[Real<'t, S>; N]> for [$p; N] {
+            fn grad_field(self) -> [Real<'t, S>; N] {
+                self.map(Real::from_prim)
+            }
+        }
+    )*};
+}
+constant_grad_fields!(f64 f32);

@@ -145,7 +145,9 @@ pub mod __private {
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,
         NESTED_PREACCUMULATE_MAX,
     };
-    pub use crate::convert::{arg, constant, lift, primal, Arg, Constant, Lift, Primal};
+    pub use crate::convert::{
+        arg, constant, grad_field, lift, primal, Arg, Constant, GradField, Lift, Primal,
+    };
     pub use crate::custom::{compiled_output, custom_output, input_leaves};
     pub use crate::differentiable::{into_dual, Differentiable, DualOf, GradElement, IntoDual};
     pub use crate::dual::Dual;

@@ -489,6 +489,10 @@ impl<'a> Rewriter<'a> {
             // is converted to it.
             field.expr = if active {
                 value
+            } else if is_generated_grad_path(&structure.path) {
+                self.gen_expr(
+                    quote_spanned!(value.span()=> ::deltad::__private::grad_field(#value)),
+                )
             } else {
                 self.gen_expr(quote_spanned!(value.span()=> ::deltad::__private::arg(#value)))
             };
