@@ -44,6 +44,12 @@ impl Names {
         format_ident!("__deltad_{}", name, span = Span::mixed_site())
     }
 
+    /// A fresh mixed-site identifier for a generated local that belongs to
+    /// parameter `param` (`__deltad_<prefix>_<param>`).
+    pub(crate) fn param_local(&self, prefix: &str, param: &Ident) -> Ident {
+        self.local(&format!("{prefix}_{param}"))
+    }
+
     /// The `Grad` parameter of `grad_into` (hygienic: a user parameter
     /// named `grad` stays distinct).
     pub(crate) fn grad_into(&self) -> Ident {

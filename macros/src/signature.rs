@@ -106,6 +106,22 @@ pub(crate) enum Passing {
 }
 
 impl ParamKind {
+    /// A real, a buffer of reals, or data with no derivative: a kind the
+    /// compiled passes take as plain scalars and slices of them.
+    pub(crate) fn is_flat(&self) -> bool {
+        matches!(
+            self,
+            ParamKind::Real
+                | ParamKind::Slice { .. }
+                | ParamKind::VecRef { .. }
+                | ParamKind::Vec
+                | ParamKind::Array { .. }
+                | ParamKind::ArrayRef { .. }
+                | ParamKind::Constant
+                | ParamKind::Discrete
+        )
+    }
+
     pub(crate) fn is_active(&self) -> bool {
         !matches!(
             self,
@@ -177,6 +193,11 @@ pub(crate) enum BufferOutput {
 }
 
 impl Signature {
+    /// Flat parameters (`ParamKind::is_flat`) and a real result.
+    pub(crate) fn is_flat_to_real(&self) -> bool {
+        matches!(self.output, Output::Real) && self.params.iter().all(|p| p.kind.is_flat())
+    }
+
     /// The output as a buffer of reals, if it is one.
     pub(crate) fn buffer_output(&self) -> Option<BufferOutput> {
         let Output::Structured(ty) = &self.output else {

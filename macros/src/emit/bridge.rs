@@ -68,17 +68,8 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
     };
     output
         && signature.params.iter().all(|p| {
-            matches!(
-                p.kind,
-                ParamKind::Real
-                    | ParamKind::Slice { .. }
-                    | ParamKind::VecRef { .. }
-                    | ParamKind::Vec
-                    | ParamKind::Array { .. }
-                    | ParamKind::ArrayRef { .. }
-                    | ParamKind::Constant
-                    | ParamKind::Discrete
-            ) || (structured && matches!(p.kind, ParamKind::Structured { .. }))
+            p.kind.is_flat()
+                || (structured && matches!(p.kind, ParamKind::Structured { .. }))
                 || is_struct_param(&p.kind)
                 || crate::types::user_elements(&p.kind).is_some()
         })

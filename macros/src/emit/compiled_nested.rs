@@ -11,14 +11,14 @@
 //! the inner tape.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::Ident;
 
 use super::compiled::{ADJ_FN, FWD_FN};
 use super::nested::Nested;
 use super::Generator;
 use crate::names::items;
-use crate::signature::{Output, ParamKind};
+use crate::signature::ParamKind;
 
 impl Generator<'_> {
     /// The body of a nested derivative through the compiled passes, where
@@ -26,20 +26,7 @@ impl Generator<'_> {
     /// `vjp` seed or the `jvp` tangent.
     pub(super) fn compiled_nested_body(&self, kind: Nested, seed: &Ident) -> Option<TokenStream> {
         self.compiled?;
-        let supported = matches!(self.signature.output, Output::Real)
-            && self.signature.params.iter().all(|p| {
-                matches!(
-                    p.kind,
-                    ParamKind::Real
-                        | ParamKind::Slice { .. }
-                        | ParamKind::VecRef { .. }
-                        | ParamKind::Vec
-                        | ParamKind::Array { .. }
-                        | ParamKind::ArrayRef { .. }
-                        | ParamKind::Constant
-                        | ParamKind::Discrete
-                )
-            });
+        let supported = self.signature.is_flat_to_real();
         if !supported {
             return None;
         }
@@ -59,7 +46,7 @@ impl Generator<'_> {
             .map(|param| {
                 let name = &param.name;
                 let value = if duals {
-                    let input = nested_dual(name);
+                    let input = self.names.param_local("nested_dual", name);
                     quote!(#input)
                 } else {
                     quote!(#name)
@@ -70,8 +57,7 @@ impl Generator<'_> {
                     ParamKind::ArrayRef { .. } if duals => quote!(&#value),
                     ParamKind::ArrayRef { .. } => value,
                     kind if kind.is_active() => quote!(&#value[..]),
-                    _ if last || matches!(param.ty, syn::Type::Reference(_)) => quote!(#name),
-                    _ => quote!(::core::clone::Clone::clone(&#name)),
+                    _ => super::plain_argument(param, last),
                 }
             })
             .collect()
@@ -93,11 +79,7 @@ impl Generator<'_> {
         let mut fields = Vec::new();
         for param in &self.signature.params {
             let name = &param.name;
-            let adjoint = format_ident!(
-                "__deltad_nested_adj_{}",
-                syn::ext::IdentExt::unraw(name).to_string(),
-                span = Span::mixed_site()
-            );
+            let adjoint = self.names.param_local("nested_adj", name);
             let (make, sink) = match &param.kind {
                 ParamKind::Real => (quote!(#zero), quote!(&mut #adjoint)),
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
@@ -178,7 +160,7 @@ impl Generator<'_> {
         let seeds = Ident::new("__deltad_seeds", Span::mixed_site());
         let inputs = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
-            let input = nested_dual(name);
+            let input = self.names.param_local("nested_dual", name);
             Some(match &param.kind {
                 ParamKind::Real => quote!(let #input = #dual(#name, #seeds.next_tangent());),
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => quote! {
@@ -212,13 +194,4 @@ impl Generator<'_> {
             },
         )
     }
-}
-
-/// The local holding a parameter's dual numbers in a nested `jvp`.
-fn nested_dual(name: &Ident) -> Ident {
-    format_ident!(
-        "__deltad_nested_dual_{}",
-        syn::ext::IdentExt::unraw(name).to_string(),
-        span = Span::mixed_site()
-    )
 }

@@ -10,7 +10,7 @@ use syn::Ident;
 
 use super::compiled::{ADJ_FN, FWD_FN};
 use super::Generator;
-use crate::signature::{BufferOutput, Output, ParamKind, Passing};
+use crate::signature::{BufferOutput, ParamKind, Passing};
 
 impl Generator<'_> {
     /// The recording pass of a compiled function, for callers on the tape:
@@ -140,13 +140,8 @@ impl Generator<'_> {
                     collect.push(quote!(#partials.extend_from_slice(&#gradient);));
                 }
                 _ => {
-                    let by_reference = matches!(param.ty, syn::Type::Reference(_));
-                    fwd_args.push(if by_reference {
-                        quote!(#name)
-                    } else {
-                        quote!(::core::clone::Clone::clone(&#name))
-                    });
-                    adj_args.push(quote!(#name));
+                    fwd_args.push(super::plain_argument(param, false));
+                    adj_args.push(super::plain_argument(param, true));
                     sinks.push(quote!(::deltad::__private::Discard::<#s>::new()));
                 }
             }
@@ -277,20 +272,7 @@ impl Generator<'_> {
     /// values, bindings and partials go through buffers the tape lends
     /// (`CompiledCall`), so a call allocates nothing.
     fn compiled_call_body(&self) -> Option<TokenStream> {
-        let simple = matches!(self.signature.output, Output::Real)
-            && self.signature.params.iter().all(|p| {
-                matches!(
-                    p.kind,
-                    ParamKind::Real
-                        | ParamKind::Slice { .. }
-                        | ParamKind::VecRef { .. }
-                        | ParamKind::Vec
-                        | ParamKind::Array { .. }
-                        | ParamKind::ArrayRef { .. }
-                        | ParamKind::Constant
-                        | ParamKind::Discrete
-                )
-            });
+        let simple = self.signature.is_flat_to_real();
         if !simple {
             return None;
         }
@@ -305,14 +287,7 @@ impl Generator<'_> {
         let rest = Ident::new("__deltad_rest", Span::mixed_site());
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
         let value = Ident::new("__deltad_value", Span::mixed_site());
-        let local = |prefix: &str, name: &Ident| {
-            format_ident!(
-                "__deltad_{}_{}",
-                prefix,
-                syn::ext::IdentExt::unraw(name).to_string(),
-                span = Span::mixed_site()
-            )
-        };
+        let local = |prefix: &str, name: &Ident| self.names.param_local(prefix, name);
         let mut gather = Vec::new();
         let mut views = Vec::new();
         let mut splits = Vec::new();
@@ -347,13 +322,8 @@ impl Generator<'_> {
                     sinks.push(quote!(#g));
                 }
                 _ => {
-                    let by_reference = matches!(param.ty, syn::Type::Reference(_));
-                    fwd_args.push(if by_reference {
-                        quote!(#name)
-                    } else {
-                        quote!(::core::clone::Clone::clone(&#name))
-                    });
-                    adj_args.push(quote!(#name));
+                    fwd_args.push(super::plain_argument(param, false));
+                    adj_args.push(super::plain_argument(param, true));
                     sinks.push(quote!(::deltad::__private::Discard::<#s>::new()));
                     continue;
                 }

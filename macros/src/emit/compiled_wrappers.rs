@@ -113,8 +113,7 @@ impl Generator<'_> {
                         let input = self.dual_input(name);
                         quote!(&#input[..])
                     }
-                    _ if last || matches!(param.ty, syn::Type::Reference(_)) => quote!(#name),
-                    _ => quote!(::core::clone::Clone::clone(&#name)),
+                    _ => super::plain_argument(param, last),
                 }
             })
             .collect()

@@ -54,6 +54,18 @@ mod nested_preaccumulated;
 mod record;
 mod wrappers;
 
+/// A parameter passed on as it was received (constant or discrete data):
+/// moved where the call is the last to use it or it is a reference, else
+/// cloned.
+fn plain_argument(param: &crate::signature::Param, last: bool) -> TokenStream {
+    let name = &param.name;
+    if last || matches!(param.ty, syn::Type::Reference(_)) {
+        quote!(#name)
+    } else {
+        quote!(::core::clone::Clone::clone(&#name))
+    }
+}
+
 /// The recording pass as the rewrite produced it.
 pub(crate) struct RecordingPass {
     pub body: syn::Block,

@@ -8,7 +8,7 @@
 //! closure runs the passes on them flat.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::Ident;
 
 use super::compiled::{ADJ_FN, FWD_FN};
@@ -16,21 +16,6 @@ use super::nested::Nested;
 use super::Generator;
 use crate::names::items;
 use crate::signature::ParamKind;
-
-/// A generated local of this module.
-fn local(name: &str) -> Ident {
-    format_ident!("__deltad_{}", name, span = Span::mixed_site())
-}
-
-/// A generated local for parameter `name`.
-fn param_local(prefix: &str, name: &Ident) -> Ident {
-    format_ident!(
-        "__deltad_{}_{}",
-        prefix,
-        syn::ext::IdentExt::unraw(name).to_string(),
-        span = Span::mixed_site()
-    )
-}
 
 /// The pieces of a preaccumulated nested derivative.
 pub(super) struct Preaccumulated {
@@ -55,10 +40,10 @@ impl Generator<'_> {
         let max = quote!(::deltad::__private::NESTED_PREACCUMULATE_MAX);
         let (count, gather, fields) = self.gather_flat(&max, None);
         let (flat, at, value, adjoints) = (
-            local("flat"),
-            local("at"),
-            local("value"),
-            local("adjoints"),
+            self.names.local("flat"),
+            self.names.local("at"),
+            self.names.local("value"),
+            self.names.local("adjoints"),
         );
         let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
         let grad = Ident::new(items::GRAD, Span::call_site());
@@ -127,9 +112,9 @@ impl Generator<'_> {
     /// `jvp` along the tangents `seeds` gives in input order (a `Seeds`).
     pub(super) fn nested_forward_preaccumulated(&self, seeds: &Ident) -> Preaccumulated {
         let max = quote!(::deltad::__private::NESTED_FORWARD_MAX);
-        let tangents = local("tangents");
+        let tangents = self.names.local("tangents");
         let (count, gather, _) = self.gather_flat(&max, Some((&tangents, seeds)));
-        let (flat, at) = (local("flat"), local("at"));
+        let (flat, at) = (self.names.local("flat"), self.names.local("at"));
         let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
         Preaccumulated {
             count,
@@ -154,7 +139,12 @@ impl Generator<'_> {
     ) -> (TokenStream, TokenStream, Vec<(Ident, TokenStream)>) {
         let (lifetime, scalar) = (&self.names.lifetime, &self.names.scalar);
         let outer = quote!(::deltad::__private::Real<#lifetime, #scalar>);
-        let (flat, at, adjoints, k) = (local("flat"), local("at"), local("adjoints"), local("k"));
+        let (flat, at, adjoints, k) = (
+            self.names.local("flat"),
+            self.names.local("at"),
+            self.names.local("adjoints"),
+            self.names.local("k"),
+        );
         let tangent = |index: TokenStream| match tangents {
             Some((tangents, seeds)) => quote! {
                 #tangents[#index] = ::deltad::__private::Tangent::<#outer>::at_level(#seeds.next_tangent());
@@ -166,7 +156,7 @@ impl Generator<'_> {
         let mut fields = Vec::new();
         for param in self.signature.params.iter().filter(|p| p.kind.is_active()) {
             let name = &param.name;
-            let offset = param_local("at", name);
+            let offset = self.names.param_local("at", name);
             if matches!(param.kind, ParamKind::Real) {
                 let tangent = tangent(quote!(#at));
                 lens.push(quote!(1));
@@ -221,13 +211,13 @@ impl Generator<'_> {
             Ident::new(ADJ_FN, Span::call_site()),
         );
         let (stack, inputs, seed, sinks, rest, value, k) = (
-            local("stack"),
-            local("inputs"),
-            local("seed"),
-            local("sinks"),
-            local("rest"),
-            local("value"),
-            local("k"),
+            self.names.local("stack"),
+            self.names.local("inputs"),
+            self.names.local("seed"),
+            self.names.local("sinks"),
+            self.names.local("rest"),
+            self.names.local("value"),
+            self.names.local("k"),
         );
         let mut arrays = Vec::new();
         let mut args = Vec::new();
@@ -235,7 +225,10 @@ impl Generator<'_> {
         let mut pass_sinks = Vec::new();
         for param in &self.signature.params {
             let name = &param.name;
-            let (offset, adjoint) = (param_local("at", name), param_local("g", name));
+            let (offset, adjoint) = (
+                self.names.param_local("at", name),
+                self.names.param_local("g", name),
+            );
             let len = match &param.kind {
                 ParamKind::Real => {
                     args.push(quote!(#inputs[#offset]));
@@ -243,7 +236,7 @@ impl Generator<'_> {
                     quote!(1)
                 }
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                    let array = param_local("array", name);
+                    let array = self.names.param_local("array", name);
                     arrays.push(quote! {
                         let #array: [#dual; #len] = ::core::array::from_fn(|#k| #inputs[#offset + #k]);
                     });
@@ -257,11 +250,7 @@ impl Generator<'_> {
                     quote!(#name.len())
                 }
                 _ => {
-                    args.push(if matches!(param.ty, syn::Type::Reference(_)) {
-                        quote!(#name)
-                    } else {
-                        quote!(::core::clone::Clone::clone(&#name))
-                    });
+                    args.push(super::plain_argument(param, false));
                     pass_sinks.push(quote!(::deltad::__private::Discard::<#dual>::new()));
                     continue;
                 }
