@@ -118,6 +118,16 @@ impl<S: Scalar> Tape<S> {
     }
 }
 
+/// Runs `f` with a stack of dual numbers: the pool's if the forward pass
+/// `keeps` values on it, else a new empty one.
+fn with_dual_stack<S: Scalar, R>(keeps: bool, f: impl FnOnce(&mut Stack<Dual<S>>) -> R) -> R {
+    if keeps {
+        Dual::<S>::with_stack(f)
+    } else {
+        with_empty_stack(f)
+    }
+}
+
 /// The most input reals for which a nested reverse derivative of a
 /// compiled function is preaccumulated (`nested_reverse`); beyond, its
 /// adjoint is recorded as it runs. (Measured on GradBench's `saddle` and
@@ -204,11 +214,7 @@ pub fn nested_reverse<'t, S: Scalar>(
             }
         }
     };
-    if keeps {
-        Dual::<S>::with_stack(runs);
-    } else {
-        with_empty_stack(runs);
-    }
+    with_dual_stack(keeps, runs);
     let result = |k: usize| tape.with_partials(values[k], &ids[..d], &partials[k][..d]);
     let mut gradient = [Real::constant(zero); MAX];
     for (i, adjoint) in gradient.iter_mut().enumerate().take(n) {
@@ -251,11 +257,7 @@ pub fn nested_forward<'t, S: Scalar>(
     let mut adjoints = [Dual::new(zero, zero); MAX];
     let seed = Dual::new(S::one(), zero);
     let run = |stack: &mut Stack<Dual<S>>| pass(stack, &duals[..n], seed, &mut adjoints[..n]);
-    let out = if keeps {
-        Dual::<S>::with_stack(run)
-    } else {
-        with_empty_stack(run)
-    };
+    let out = with_dual_stack(keeps, run);
     let mut ids = [NO_ID; 2 * MAX];
     let mut partials = [zero; 2 * MAX];
     for i in 0..n {

@@ -3,6 +3,7 @@
 //! Σ_j ∂f_i/∂x_j · δx_j over the input bindings x_j.
 
 use crate::differentiable::Differentiable;
+use crate::loops::NO_ID;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 use crate::tape::{DeltaId, Tape};
@@ -109,16 +110,9 @@ pub fn compiled_output<'t, S: Scalar>(
     inputs: &[Option<DeltaId>],
     partials: &[S],
 ) -> Real<'t, S> {
-    let terms: Vec<(S, DeltaId)> = inputs
+    let ids: Vec<u32> = inputs
         .iter()
-        .zip(partials)
-        .filter_map(|(input, partial)| match input {
-            Some(id) if !partial.is_zero() => Some((*partial, *id)),
-            _ => None,
-        })
+        .map(|input| input.map_or(NO_ID, |id| id.0))
         .collect();
-    if terms.is_empty() {
-        return Real::constant(value);
-    }
-    Real::with_id(tape, value, tape.push_terms(terms))
+    tape.with_partials(value, &ids, partials)
 }

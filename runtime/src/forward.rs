@@ -108,7 +108,7 @@ constant_tangents!(f64 f32);
 /// tangent given at level `S` (or as a machine float).
 #[inline]
 pub fn dual_constant<'t, S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Real<'t, Dual<S>> {
-    Real::constant(Dual::new(value, tangent.at_level()))
+    Real::constant(dual_input(value, tangent))
 }
 
 /// A dual number of a nested scalar, `value + tangent·ε`, as a compiled

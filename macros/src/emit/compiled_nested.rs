@@ -15,6 +15,7 @@ use quote::quote;
 use syn::Ident;
 
 use super::compiled::{ADJ_FN, FWD_FN};
+use super::compiled_wrappers::Scalar;
 use super::nested::Nested;
 use super::Generator;
 use crate::names::items;
@@ -34,33 +35,6 @@ impl Generator<'_> {
             Nested::Jvp => self.compiled_nested_forward(seed),
             _ => self.compiled_nested_reverse(kind, seed),
         })
-    }
-
-    /// The arguments of a pass on the caller's dual values: the received
-    /// parameters as they are, or their dual numbers (`duals`, `jvp`).
-    /// `last`: the call that may move by-value constant parameters.
-    fn nested_pass_args(&self, duals: bool, last: bool) -> Vec<TokenStream> {
-        self.signature
-            .params
-            .iter()
-            .map(|param| {
-                let name = &param.name;
-                let value = if duals {
-                    let input = self.names.param_local("nested_dual", name);
-                    quote!(#input)
-                } else {
-                    quote!(#name)
-                };
-                match &param.kind {
-                    ParamKind::Real => value,
-                    ParamKind::Array { .. } => quote!(&#value),
-                    ParamKind::ArrayRef { .. } if duals => quote!(&#value),
-                    ParamKind::ArrayRef { .. } => value,
-                    kind if kind.is_active() => quote!(&#value[..]),
-                    _ => super::plain_argument(param, last),
-                }
-            })
-            .collect()
     }
 
     /// `grad`, `value_and_grad` and `vjp`: the forward pass (unless the
@@ -98,10 +72,6 @@ impl Generator<'_> {
             sinks.push(sink);
             fields.push(quote!(#name: #adjoint));
         }
-        let grad = Ident::new(items::GRAD, Span::call_site());
-        let phantom = fields
-            .is_empty()
-            .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
         let value = Ident::new("__deltad_value", Span::mixed_site());
         let output_seed = Ident::new("__deltad_output_seed", Span::mixed_site());
@@ -115,21 +85,17 @@ impl Generator<'_> {
             }
             _ => quote!(let #output_seed = <#outer as ::deltad::__private::Scalar>::one();),
         };
-        let fwd_args = self.nested_pass_args(false, false);
-        let adj_args = self.nested_pass_args(false, true);
+        let fwd_args = self.pass_args(Scalar::Machine, false);
+        let adj_args = self.pass_args(Scalar::Machine, true);
         let adjoint = quote!(#adj(&mut *#stack, #(#adj_args,)* #output_seed, #(#sinks),*););
-        let grad_value = quote!(#grad { #(#fields,)* #phantom });
+        let result = nested_result(kind, &value, &fields);
         let direct = if kind == Nested::Grad && self.adjoint_alone() {
             quote! {
                 #(#adjoints)*
                 ::deltad::__private::with_stack::<#outer, _>(|#stack| { #adjoint });
-                #grad_value
+                #result
             }
         } else {
-            let result = match kind {
-                Nested::Grad => quote!(#grad_value),
-                _ => quote!((#value, #grad_value)),
-            };
             quote! {
                 #(#adjoints)*
                 let #value: #outer = ::deltad::__private::with_stack::<#outer, _>(|#stack| {
@@ -154,27 +120,11 @@ impl Generator<'_> {
     fn compiled_nested_forward(&self, tangent: &Ident) -> TokenStream {
         let (lifetime, scalar) = (&self.names.lifetime, &self.names.scalar);
         let outer = quote!(::deltad::__private::Real<#lifetime, #scalar>);
-        let dual = quote!(::deltad::__private::dual_input);
         let fwd = Ident::new(FWD_FN, Span::call_site());
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let seeds = Ident::new("__deltad_seeds", Span::mixed_site());
-        let inputs = self.signature.params.iter().filter_map(|param| {
-            let name = &param.name;
-            let input = self.names.param_local("nested_dual", name);
-            Some(match &param.kind {
-                ParamKind::Real => quote!(let #input = #dual(#name, #seeds.next_tangent());),
-                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => quote! {
-                    let #input: [::deltad::__private::Dual<#outer>; #len] =
-                        ::core::array::from_fn(|__deltad_k| #dual(#name[__deltad_k], #seeds.next_tangent()));
-                },
-                kind if kind.is_active() => quote! {
-                    let #input: ::std::vec::Vec<::deltad::__private::Dual<#outer>> =
-                        #name.iter().map(|&__deltad_e| #dual(__deltad_e, #seeds.next_tangent())).collect();
-                },
-                _ => return None,
-            })
-        });
-        let args = self.nested_pass_args(true, true);
+        let inputs = self.compiled_dual_inputs(&seeds);
+        let args = self.pass_args(Scalar::Dual, true);
         let seeds_from_tangent = quote! {
             let mut #seeds = {
                 let mut __deltad_tangents = ::std::vec::Vec::new();
@@ -193,5 +143,19 @@ impl Generator<'_> {
                 (__deltad_result.value, __deltad_result.tangent)
             },
         )
+    }
+}
+
+/// What a nested derivative returns: the `Grad` of `fields` (`name: value`),
+/// after the value (`value`) for `value_and_grad` and `vjp`.
+pub(super) fn nested_result(kind: Nested, value: &Ident, fields: &[TokenStream]) -> TokenStream {
+    let grad = Ident::new(items::GRAD, Span::call_site());
+    let phantom = fields
+        .is_empty()
+        .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
+    let grad_value = quote!(#grad { #(#fields,)* #phantom });
+    match kind {
+        Nested::Grad => grad_value,
+        _ => quote!((#value, #grad_value)),
     }
 }

@@ -290,19 +290,15 @@ impl Generator<'_> {
         let local = |prefix: &str, name: &Ident| self.names.param_local(prefix, name);
         let mut gather = Vec::new();
         let mut views = Vec::new();
-        let mut splits = Vec::new();
         let mut fwd_args = Vec::new();
         let mut adj_args = Vec::new();
-        let mut sinks = Vec::new();
         for param in &self.signature.params {
             let name = &param.name;
-            let (v, g) = (local("v", name), local("g", name));
+            let v = local("v", name);
             match &param.kind {
                 ParamKind::Real => {
                     gather.push(quote!(let #v: #s = #call.real(#name);));
                     fwd_args.push(quote!(#v));
-                    splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(1);));
-                    sinks.push(quote!(&mut #g[0]));
                 }
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                     gather.push(quote! {
@@ -310,26 +306,22 @@ impl Generator<'_> {
                         #call.ids_of(&#name[..]);
                     });
                     fwd_args.push(quote!(&#v));
-                    splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(#v.len());));
-                    sinks.push(quote!(#g));
                 }
                 kind if kind.is_active() => {
                     let range = local("r", name);
                     gather.push(quote!(let #range = #call.buffer(&#name[..]);));
                     views.push(quote!(let #v: &[#s] = &__deltad_values[#range];));
                     fwd_args.push(quote!(#v));
-                    splits.push(quote!(let (#g, #rest) = #rest.split_at_mut(#v.len());));
-                    sinks.push(quote!(#g));
                 }
                 _ => {
                     fwd_args.push(super::plain_argument(param, false));
                     adj_args.push(super::plain_argument(param, true));
-                    sinks.push(quote!(::deltad::__private::Discard::<#s>::new()));
                     continue;
                 }
             }
             adj_args.push(fwd_args.last().cloned().expect("pushed above"));
         }
+        let (splits, sinks) = self.flat_sinks(&quote!(#s), &rest);
         Some(quote! {
             let mut #call = ::deltad::__private::CompiledCall::new(#tape);
             #(#gather)*
@@ -348,5 +340,38 @@ impl Generator<'_> {
             };
             #call.finish(#value)
         })
+    }
+
+    /// The sinks of the adjoints of the parameters, pieces of one slice of
+    /// adjoints of `scalar`s (named `rest`, in the order the input reals
+    /// are gathered: a real's one, a buffer's `len()`): the statements
+    /// splitting it, and the sinks (constant data's discarded).
+    pub(super) fn flat_sinks(
+        &self,
+        scalar: &TokenStream,
+        rest: &Ident,
+    ) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let mut splits = Vec::new();
+        let mut sinks = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let adjoint = self.names.param_local("g", name);
+            let len = match &param.kind {
+                ParamKind::Real => {
+                    sinks.push(quote!(&mut #adjoint[0]));
+                    quote!(1)
+                }
+                kind if kind.is_active() => {
+                    sinks.push(quote!(#adjoint));
+                    quote!(#name.len())
+                }
+                _ => {
+                    sinks.push(quote!(::deltad::__private::Discard::<#scalar>::new()));
+                    continue;
+                }
+            };
+            splits.push(quote!(let (#adjoint, #rest) = #rest.split_at_mut(#len);));
+        }
+        (splits, sinks)
     }
 }

@@ -72,8 +72,10 @@ impl Generator<'_> {
     }
 
     /// The arguments of one call of a compiled pass. `last`: the call that
-    /// may move by-value parameters (the others clone them).
-    fn pass_args(&self, scalar: Scalar, last: bool) -> Vec<TokenStream> {
+    /// may move by-value parameters (the others clone them). Of reals and
+    /// buffers of reals, `Machine` passes the parameters as they are, which
+    /// a nested derivative's passes on the caller's dual values also take.
+    pub(super) fn pass_args(&self, scalar: Scalar, last: bool) -> Vec<TokenStream> {
         self.signature
             .params
             .iter()
@@ -120,10 +122,12 @@ impl Generator<'_> {
     }
 
     /// The statements making the dual inputs, tangents from the `Seeds`
-    /// local `seeds` in input leaf order.
-    fn compiled_dual_inputs(&self, seeds: &Ident) -> Vec<TokenStream> {
+    /// local `seeds` in input leaf order. (Reals and buffers of reals over
+    /// any scalar: the machine float here, the caller's dual values in a
+    /// nested `jvp`, `compiled_nested.rs`.)
+    pub(super) fn compiled_dual_inputs(&self, seeds: &Ident) -> Vec<TokenStream> {
         let prim = &self.prim;
-        let dual = quote!(::deltad::__private::Dual::<#prim>::new);
+        let dual = quote!(::deltad::__private::dual_input);
         self.signature
             .params
             .iter()
@@ -147,11 +151,11 @@ impl Generator<'_> {
                     }
                     ParamKind::Real => Some(quote!(let #input = #dual(#name, #seeds.next_tangent());)),
                     ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => Some(quote! {
-                        let #input: [::deltad::__private::Dual<#prim>; #len] =
+                        let #input: [::deltad::__private::Dual<_>; #len] =
                             ::core::array::from_fn(|__deltad_k| #dual(#name[__deltad_k], #seeds.next_tangent()));
                     }),
                     kind if kind.is_active() => Some(quote! {
-                        let #input: ::std::vec::Vec<::deltad::__private::Dual<#prim>> =
+                        let #input: ::std::vec::Vec<::deltad::__private::Dual<_>> =
                             #name.iter().map(|&__deltad_e| #dual(__deltad_e, #seeds.next_tangent())).collect();
                     }),
                     _ => None,

@@ -12,9 +12,9 @@ use quote::quote;
 use syn::Ident;
 
 use super::compiled::{ADJ_FN, FWD_FN};
+use super::compiled_nested::nested_result;
 use super::nested::Nested;
 use super::Generator;
-use crate::names::items;
 use crate::signature::ParamKind;
 
 /// The pieces of a preaccumulated nested derivative.
@@ -46,19 +46,11 @@ impl Generator<'_> {
             self.names.local("adjoints"),
         );
         let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
-        let grad = Ident::new(items::GRAD, Span::call_site());
-        let fields = fields.iter().map(|(name, field)| quote!(#name: #field));
-        let phantom = self
-            .signature
-            .params
+        let fields: Vec<TokenStream> = fields
             .iter()
-            .all(|p| !p.kind.is_active())
-            .then(|| quote!(__deltad_element: ::core::marker::PhantomData));
-        let grad_value = quote!(#grad { #(#fields,)* #phantom });
-        let result = match kind {
-            Nested::Grad => grad_value,
-            _ => quote!((#value, #grad_value)),
-        };
+            .map(|(name, field)| quote!(#name: #field))
+            .collect();
+        let result = nested_result(kind, &value, &fields);
         Preaccumulated {
             count,
             max,
@@ -221,42 +213,23 @@ impl Generator<'_> {
         );
         let mut arrays = Vec::new();
         let mut args = Vec::new();
-        let mut splits = Vec::new();
-        let mut pass_sinks = Vec::new();
         for param in &self.signature.params {
             let name = &param.name;
-            let (offset, adjoint) = (
-                self.names.param_local("at", name),
-                self.names.param_local("g", name),
-            );
-            let len = match &param.kind {
-                ParamKind::Real => {
-                    args.push(quote!(#inputs[#offset]));
-                    pass_sinks.push(quote!(&mut #adjoint[0]));
-                    quote!(1)
-                }
+            let offset = self.names.param_local("at", name);
+            args.push(match &param.kind {
+                ParamKind::Real => quote!(#inputs[#offset]),
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
                     let array = self.names.param_local("array", name);
                     arrays.push(quote! {
                         let #array: [#dual; #len] = ::core::array::from_fn(|#k| #inputs[#offset + #k]);
                     });
-                    args.push(quote!(&#array));
-                    pass_sinks.push(quote!(#adjoint));
-                    quote!(#name.len())
+                    quote!(&#array)
                 }
-                kind if kind.is_active() => {
-                    args.push(quote!(&#inputs[#offset..#offset + #name.len()]));
-                    pass_sinks.push(quote!(#adjoint));
-                    quote!(#name.len())
-                }
-                _ => {
-                    args.push(super::plain_argument(param, false));
-                    pass_sinks.push(quote!(::deltad::__private::Discard::<#dual>::new()));
-                    continue;
-                }
-            };
-            splits.push(quote!(let (#adjoint, #rest) = #rest.split_at_mut(#len);));
+                kind if kind.is_active() => quote!(&#inputs[#offset..#offset + #name.len()]),
+                _ => super::plain_argument(param, false),
+            });
         }
+        let (splits, pass_sinks) = self.flat_sinks(&dual, &rest);
         quote! {
             |#stack: &mut ::deltad::__private::Stack<#dual>, #inputs: &[#dual], #seed: #dual, #sinks: &mut [#dual]| {
                 #(#arrays)*
