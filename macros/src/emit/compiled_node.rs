@@ -321,7 +321,10 @@ impl Generator<'_> {
             }
             adj_args.push(fwd_args.last().cloned().expect("pushed above"));
         }
-        let (splits, sinks) = self.flat_sinks(&quote!(#s), &rest);
+        let (splits, sinks) = self.flat_sinks(&quote!(#s), &rest, |name| {
+            let v = local("v", name);
+            quote!(#v.len())
+        });
         Some(quote! {
             let mut #call = ::deltad::__private::CompiledCall::new(#tape);
             #(#gather)*
@@ -350,6 +353,7 @@ impl Generator<'_> {
         &self,
         scalar: &TokenStream,
         rest: &Ident,
+        len: impl Fn(&Ident) -> TokenStream,
     ) -> (Vec<TokenStream>, Vec<TokenStream>) {
         let mut splits = Vec::new();
         let mut sinks = Vec::new();
@@ -363,7 +367,7 @@ impl Generator<'_> {
                 }
                 kind if kind.is_active() => {
                     sinks.push(quote!(#adjoint));
-                    quote!(#name.len())
+                    len(name)
                 }
                 _ => {
                     sinks.push(quote!(::deltad::__private::Discard::<#scalar>::new()));

@@ -229,7 +229,7 @@ impl Generator<'_> {
                 _ => super::plain_argument(param, false),
             });
         }
-        let (splits, pass_sinks) = self.flat_sinks(&dual, &rest);
+        let (splits, pass_sinks) = self.flat_sinks(&dual, &rest, |name| quote!(#name.len()));
         quote! {
             |#stack: &mut ::deltad::__private::Stack<#dual>, #inputs: &[#dual], #seed: #dual, #sinks: &mut [#dual]| {
                 #(#arrays)*
