@@ -1817,3 +1817,106 @@ fn grad_still_checks_the_arguments_a_function_asserts() {
     // so `grad` runs it: the derivative panics where the function does.
     let _ = stencil_checking_its_arguments::grad(&[1.0, 2.0], 0.5);
 }
+
+/// A straight-line helper whose forward pass keeps nothing (its adjoint
+/// evaluates its few products again).
+#[differentiate(compiled)]
+fn pair_energy(a: f64, b: f64) -> f64 {
+    let d = a - b;
+    d * d * (a + b) + a * b
+}
+
+/// A helper whose forward pass keeps the states it overwrites.
+#[differentiate(compiled)]
+fn iterated(a: f64) -> f64 {
+    let mut s = a;
+    for _ in 0..3 {
+        s = s.sin() * s + 0.5;
+    }
+    s
+}
+
+/// Keeps nothing of its own; what its callees keep decides.
+#[differentiate(compiled)]
+fn chain_energy(x: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 1..x.len() {
+        total += pair_energy(x[i - 1], x[i]);
+    }
+    total
+}
+
+#[differentiate(compiled)]
+fn chain_iterated(x: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for i in 0..x.len() {
+        total += iterated(x[i]) * x[i];
+    }
+    total
+}
+
+/// Calls nested three deep (`depth2` -> `depth1` -> `chain_energy` ->
+/// `pair_energy`), as deep as the consts see, and four deep.
+#[differentiate(compiled)]
+fn depth1(x: &[f64]) -> f64 {
+    chain_energy(x) * 0.5
+}
+#[differentiate(compiled)]
+fn depth2(x: &[f64]) -> f64 {
+    depth1(x) + x[0]
+}
+#[differentiate(compiled)]
+fn depth3(x: &[f64]) -> f64 {
+    depth2(x) - x[2]
+}
+
+/// Mutual recursion: each function's consts read the other's a level
+/// down, never their own.
+#[differentiate(compiled)]
+fn even_steps(x: f64, n: usize) -> f64 {
+    if n == 0 {
+        return x;
+    }
+    odd_steps(x * 1.1, n - 1).sin()
+}
+#[differentiate(compiled)]
+fn odd_steps(x: f64, n: usize) -> f64 {
+    if n == 0 {
+        return x * x;
+    }
+    even_steps(x + 0.3, n - 1) * x
+}
+
+/// Whether a function keeps something is known through its callees: where
+/// none keeps anything, `grad` runs the adjoint alone (its gradient must
+/// still be the one `value_and_grad` computes with both passes, and the
+/// finite differences'); where one does, both passes run.
+#[test]
+fn what_callees_keep_decides_whether_the_adjoint_runs_alone() {
+    assert!(!pair_energy::__KEEPS_3 && !chain_energy::__KEEPS_3);
+    assert!(iterated::__KEEPS_3 && chain_iterated::__KEEPS_3);
+    assert!(!depth2::__KEEPS_3, "four levels see through three calls");
+    assert!(depth3::__KEEPS_3, "beyond them, something is assumed kept");
+    assert!(even_steps::__KEEPS_3 && odd_steps::__KEEPS_3);
+    let x = [0.3, -0.8, 1.2, 0.1, -0.4];
+    macro_rules! alone_and_both {
+        ($f:ident) => {{
+            let what = stringify!($f);
+            let alone = $f::grad(&x).x;
+            let (value, both) = $f::value_and_grad(&x);
+            assert_eq!(value.to_bits(), $f(&x).to_bits(), "{what}: value");
+            // The same adjoint on the same arguments: the same bits.
+            assert_eq!(alone, both.x, "{what}: grad against value_and_grad");
+            check_gradient($f, &x, &alone, what);
+        }};
+    }
+    alone_and_both!(chain_energy);
+    alone_and_both!(chain_iterated);
+    alone_and_both!(depth2);
+    alone_and_both!(depth3);
+    for n in 0..5 {
+        let g = even_steps::grad(0.4, n).x;
+        let expected = central_difference(|h| vec![even_steps(0.4 + h, n)], 1e-6);
+        assert_close(&[g], &expected, "even_steps");
+    }
+}

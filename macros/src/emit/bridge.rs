@@ -336,7 +336,10 @@ impl Generator<'_> {
                 #(#reads)*
             })
         });
+        let keeps = super::compiled::keeps_something();
         quote! {
+            #keeps
+
             #[doc(hidden)]
             #[inline]
             #[allow(unused_mut, unused_variables, clippy::all)]

@@ -89,22 +89,24 @@ impl Generator<'_> {
         let adj_args = self.pass_args(Scalar::Machine, true);
         let adjoint = quote!(#adj(&mut *#stack, #(#adj_args,)* #output_seed, #(#sinks),*););
         let result = nested_result(kind, &value, &fields);
-        let direct = if kind == Nested::Grad && self.adjoint_alone() {
-            quote! {
+        let both = quote! {{
+            #(#adjoints)*
+            let #value: #outer = ::deltad::__private::with_stack::<#outer, _>(|#stack| {
+                let #value: #outer = #fwd(&mut *#stack, #(#fwd_args),*);
+                #adjoint
+                #value
+            });
+            #result
+        }};
+        let direct = if kind == Nested::Grad {
+            let alone = quote! {{
                 #(#adjoints)*
                 ::deltad::__private::with_stack::<#outer, _>(|#stack| { #adjoint });
                 #result
-            }
+            }};
+            self.alone_or(alone, both)
         } else {
-            quote! {
-                #(#adjoints)*
-                let #value: #outer = ::deltad::__private::with_stack::<#outer, _>(|#stack| {
-                    let #value: #outer = #fwd(&mut *#stack, #(#fwd_args),*);
-                    #adjoint
-                    #value
-                });
-                #result
-            }
+            both
         };
         let preaccumulated = self.nested_reverse_preaccumulated(kind, &output_seed);
         let choice = self.preaccumulated_or(preaccumulated, TokenStream::new(), direct);

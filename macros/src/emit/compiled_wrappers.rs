@@ -11,7 +11,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::Ident;
 
-use super::compiled::{ADJ_FN, FWD_FN, FWD_UNVALUED_FN};
+use super::compiled::{self, Keeps, ADJ_FN, FWD_FN, FWD_UNVALUED_FN};
 use super::Generator;
 use crate::names::items;
 use crate::signature::{BufferOutput, ParamKind};
@@ -34,6 +34,15 @@ fn struct_ref(param: &crate::signature::Param) -> TokenStream {
 pub(super) enum Scalar {
     Machine,
     Dual,
+}
+
+/// Whether `grad` may run the adjoint alone (`Generator::adjoint_alone`).
+pub(super) enum Alone {
+    Never,
+    Always,
+    /// Where the forward passes of the callees keep nothing (their consts
+    /// say it, see `compiled/keeps.rs`).
+    IfCalleesKeepNothing,
 }
 
 impl Generator<'_> {
@@ -352,7 +361,7 @@ impl Generator<'_> {
     /// The runtime function lending a stack to the passes: a new empty one
     /// where the forward pass keeps nothing, else the pool's.
     pub(super) fn stack_provider(&self) -> Ident {
-        let name = if self.records_nothing {
+        let name = if self.keeps.nothing() {
             "with_empty_stack"
         } else {
             "with_stack"
@@ -449,14 +458,21 @@ impl Generator<'_> {
                 )
             },
         };
-        let passes = if !value_read && self.adjoint_alone() {
-            quote!(#adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);)
-        } else {
+        let adjoint = quote!(#adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*););
+        let passes = if value_read {
             quote! {
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
-                #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
+                #adjoint
                 #value
             }
+        } else {
+            self.alone_or(
+                adjoint.clone(),
+                quote! {
+                    let _: #output = #fwd(&mut *#stack, #(#fwd_args),*);
+                    #adjoint
+                },
+            )
         };
         let (_, run) = self.with_stack(Scalar::Machine, passes);
         let (before, after) = self.struct_passes(grad, accumulate);
@@ -509,34 +525,67 @@ impl Generator<'_> {
         }
     }
 
-    /// True if `grad` may run the adjoint alone: the forward pass keeps
-    /// nothing for it (so the adjoint reads only the arguments), and does
-    /// nothing else that can be seen (no printing or assertions, no `&mut`
-    /// results), so its only product is the value, which `grad` drops.
-    /// (Reverse mode only: a forward-mode gradient is one pass anyway.)
-    pub(super) fn adjoint_alone(&self) -> bool {
+    /// Whether `grad` may run the adjoint alone: where the forward pass
+    /// keeps nothing for it (so the adjoint reads only the arguments), and
+    /// does nothing else that can be seen (no printing or assertions, no
+    /// `&mut` results), so its only product is the value, which `grad`
+    /// drops. (Reverse mode only: a forward-mode gradient is one pass
+    /// anyway.)
+    pub(super) fn adjoint_alone(&self) -> Alone {
         let Some(compiled) = self.compiled else {
-            return false;
+            return Alone::Never;
         };
         let mut effects = false;
         compiled.function.body.each_stmt(&mut |stmt| {
             effects |= matches!(stmt.kind, crate::ir::StmtKind::Effect(_));
         });
-        self.records_nothing
-            && !effects
+        let possible = !effects
             && self.forward_input().is_none()
             && matches!(self.signature.output, crate::signature::Output::Real)
             && !self
                 .signature
                 .params
                 .iter()
-                .any(|p| matches!(p.kind, ParamKind::InOut { .. }))
+                .any(|p| matches!(p.kind, ParamKind::InOut { .. }));
+        match &self.keeps {
+            _ if !possible => Alone::Never,
+            Keeps::Nothing => Alone::Always,
+            Keeps::Something => Alone::Never,
+            Keeps::IfCallees(_) => Alone::IfCalleesKeepNothing,
+        }
+    }
+
+    /// True if the forward pass keeps something for the adjoint, as an
+    /// expression (a const where its callees decide).
+    pub(super) fn keeps_value(&self) -> TokenStream {
+        match &self.keeps {
+            Keeps::Nothing => quote!(false),
+            Keeps::Something => quote!(true),
+            Keeps::IfCallees(_) => {
+                let keeps = compiled::keeps_const();
+                quote!(#keeps)
+            }
+        }
+    }
+
+    /// `alone` where the adjoint may run alone (`adjoint_alone`), else
+    /// `both`; where what the callees keep decides, both, chosen by the
+    /// const that says it (the compiler keeps one).
+    pub(super) fn alone_or(&self, alone: TokenStream, both: TokenStream) -> TokenStream {
+        match self.adjoint_alone() {
+            Alone::Always => alone,
+            Alone::Never => both,
+            Alone::IfCalleesKeepNothing => {
+                let keeps = compiled::keeps_const();
+                quote!(if #keeps { #both } else { #alone })
+            }
+        }
     }
 
     /// `grad`'s body where the adjoint runs alone (`adjoint_alone`): the
     /// gradient without computing the value.
     pub(super) fn compiled_grad_body(&self) -> Option<TokenStream> {
-        if !self.adjoint_alone() {
+        if matches!(self.adjoint_alone(), Alone::Never) {
             return None;
         }
         let prim = &self.prim;
@@ -793,7 +842,10 @@ impl Generator<'_> {
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
         // Nothing reads the value: where the forward pass keeps nothing
         // and has no effect, the adjoint runs alone (as in `grad`).
-        let forward = (!self.adjoint_alone()).then(|| quote!(#fwd(&mut *#stack, #(#fwd_args),*);));
+        let forward = self.alone_or(
+            TokenStream::new(),
+            quote!(let _ = #fwd(&mut *#stack, #(#fwd_args),*);),
+        );
         let (_, run) = self.with_stack(
             Scalar::Dual,
             quote! {

@@ -220,11 +220,13 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
     }
     let compiled_passes = has_compiled_convention(signature).then(|| {
         let (fwd, adj) = (name_of(compiled::FWD_FN), name_of(compiled::ADJ_FN));
+        let keeps = compiled::keeps_exports(impl_module);
         quote! {
             #[doc(hidden)]
             pub use self::#impl_module::#fwd as __fwd;
             #[doc(hidden)]
             pub use self::#impl_module::#adj as __adj;
+            #keeps
         }
     });
     let (grad, grad_fn, value_and_grad_fn, vjp_fn, jacobian_fn, check_fn) = (
@@ -343,11 +345,11 @@ struct Generator<'a> {
     prim: Ident,
     /// The compiled passes, when the function took the compiled path.
     compiled: Option<&'a compiled::Compiled>,
-    /// The compiled passes' items (emitted once), and whether the forward
-    /// pass keeps nothing: then its reverse-mode wrappers use a new empty
-    /// stack, not the per-thread pool.
+    /// The compiled passes' items (emitted once), and what the forward
+    /// pass keeps: where nothing, its reverse-mode wrappers use a new empty
+    /// stack, not the per-thread pool, and `grad` runs the adjoint alone.
     passes: Option<TokenStream>,
-    records_nothing: bool,
+    keeps: compiled::Keeps,
 }
 
 /// How the inputs of an evaluation are made.
@@ -393,12 +395,12 @@ impl<'a> Generator<'a> {
         compiled: Option<&'a compiled::Compiled>,
     ) -> Self {
         let names = Names::new(signature.precision);
-        let (passes, records_nothing) = match compiled {
+        let (passes, keeps) = match compiled {
             Some(compiled) => {
-                let (items, records_nothing) = compiled::Passes::new(compiled, signature).items();
-                (Some(items), records_nothing)
+                let (items, keeps) = compiled::Passes::new(compiled, signature).items();
+                (Some(items), keeps)
             }
-            None => (None, false),
+            None => (None, compiled::Keeps::Something),
         };
         Generator {
             target,
@@ -407,7 +409,7 @@ impl<'a> Generator<'a> {
             names,
             compiled,
             passes,
-            records_nothing,
+            keeps,
         }
     }
 

@@ -45,7 +45,7 @@ impl Generator<'_> {
             self.names.local("value"),
             self.names.local("adjoints"),
         );
-        let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
+        let (tape, keeps, pass) = (&self.names.tape, self.keeps_value(), self.flat_pass());
         let fields: Vec<TokenStream> = fields
             .iter()
             .map(|(name, field)| quote!(#name: #field))
@@ -107,7 +107,7 @@ impl Generator<'_> {
         let tangents = self.names.local("tangents");
         let (count, gather, _) = self.gather_flat(&max, Some((&tangents, seeds)));
         let (flat, at) = (self.names.local("flat"), self.names.local("at"));
-        let (tape, keeps, pass) = (&self.names.tape, !self.records_nothing, self.flat_pass());
+        let (tape, keeps, pass) = (&self.names.tape, self.keeps_value(), self.flat_pass());
         Preaccumulated {
             count,
             max,

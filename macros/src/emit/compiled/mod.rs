@@ -19,10 +19,13 @@ use crate::analyze::Analysis;
 use crate::ir::{Function, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 
+pub(crate) use keeps::{exports as keeps_exports, keeps_const, keeps_something, Keeps};
+
 mod adjoint;
 mod adjoint_expr;
 mod checkpoint;
 mod forward;
+mod keeps;
 mod kept;
 mod promote;
 mod reserve;
@@ -129,13 +132,6 @@ impl<'a> Passes<'a> {
             recording: std::cell::Cell::new(Recording::Main),
             replaying: std::cell::Cell::new(None),
         }
-    }
-
-    /// True if the forward pass `forward` keeps nothing for the adjoint:
-    /// its code never names its record (pushes, reserved room, snapshots
-    /// and callees' forward passes all go through it).
-    fn records_nothing(forward: &TokenStream) -> bool {
-        crate::syntax::find_ident(forward.clone(), &names::record().to_string()).is_none()
     }
 
     pub(crate) fn active(&self, var: VarId) -> bool {
@@ -334,9 +330,9 @@ impl<'a> Passes<'a> {
         quote!(#base #(.#members)*)
     }
 
-    /// `__deltad_fwd` and `__deltad_adj`.
-    /// The passes' items, and whether the forward pass keeps nothing.
-    pub(crate) fn items(&self) -> (TokenStream, bool) {
+    /// The passes' items (`__deltad_fwd`, `__deltad_adj`, the consts
+    /// saying what the forward pass keeps), and what it keeps.
+    pub(crate) fn items(&self) -> (TokenStream, Keeps) {
         let s = &self.scalar;
         let prim = &self.prim;
         let params = self.params();
@@ -351,7 +347,12 @@ impl<'a> Passes<'a> {
         let stack = names::stack();
         let out = names::out();
         let forward = self.forward_body();
-        let records_nothing = Self::records_nothing(&forward);
+        let mut declares_items = !self.function.body.items.is_empty();
+        self.function.body.each_stmt(&mut |stmt| {
+            declares_items |= stmt.blocks().iter().any(|block| !block.items.is_empty());
+        });
+        let keeps = Keeps::of(&forward, &rec, !declares_items);
+        let keeps_consts = keeps.consts();
         let adjoint = self.adjoint_body();
         let (output, output_adjoint) = (self.output_type(), self.output_adjoint_type());
         let sink_types: Vec<Ident> = (0..self.signature.params.len())
@@ -430,6 +431,8 @@ impl<'a> Passes<'a> {
         let valued_entry = entry(&fwd_fn, quote!(::deltad::__private::Valued));
         let unvalued_entry = entry(&fwd_unvalued_fn, quote!(::deltad::__private::Unvalued));
         let items = quote! {
+            #keeps_consts
+
             #[doc(hidden)]
             #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
@@ -456,7 +459,7 @@ impl<'a> Passes<'a> {
                 #adjoint
             }
         };
-        (items, records_nothing)
+        (items, keeps)
     }
 
     /// The marker types of the parameters (`__P0`, ...), by which callers
