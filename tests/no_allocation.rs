@@ -171,3 +171,51 @@ fn calls_of_compiled_functions_from_the_tape_allocate_nothing_in_steady_state() 
         g.k
     );
 }
+
+#[derive(deltad::Differentiable, Clone, Copy, Debug, PartialEq)]
+pub struct Charge {
+    pub x: f64,
+    pub y: f64,
+    pub q: f64,
+}
+
+#[differentiate]
+fn field_energy(charges: &[Charge], px: f64, py: f64) -> f64 {
+    let mut total = 0.0;
+    for i in 0..charges.len() {
+        let c = &charges[i];
+        let (dx, dy) = (c.x - px, c.y - py);
+        total += c.q / (dx * dx + dy * dy + 1.0).sqrt();
+    }
+    total
+}
+
+/// A buffer of a user type laid out as its twin is read in place and its
+/// gradient written in place: `grad_into` allocates nothing, and
+/// `value_and_grad` only its result.
+#[test]
+fn buffers_of_user_types_are_not_copied() {
+    let charges: Vec<Charge> = (0..200)
+        .map(|i| Charge {
+            x: (i as f64 * 0.3).sin(),
+            y: (i as f64 * 0.7).cos(),
+            q: 1.0 + 0.01 * i as f64,
+        })
+        .collect();
+    let mut grad = field_energy::Grad::default();
+    for _ in 0..3 {
+        field_energy::grad_into(&charges, 0.2, -0.1, &mut grad);
+    }
+    assert_eq!(
+        allocations(|| {
+            field_energy::grad_into(&charges, 0.2, -0.1, &mut grad);
+        }),
+        0
+    );
+    let _ = field_energy::value_and_grad(&charges, 0.2, -0.1);
+    // The result's one `Vec`.
+    assert_eq!(
+        allocations(|| drop(field_energy::value_and_grad(&charges, 0.2, -0.1))),
+        1
+    );
+}

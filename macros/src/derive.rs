@@ -504,6 +504,7 @@ impl Generator<'_> {
             quote!(if <#ty as #diff>::set_leaf::<__DeltadS>(#b, index, value) { return true; })
         });
         let seed = self.seed_body(shape, &diff);
+        let twin_layout = self.twin_layout(shape, &diff);
 
         quote! {
             #[doc(hidden)]
@@ -536,6 +537,8 @@ impl Generator<'_> {
             #[allow(unused_variables, clippy::all)]
             impl #diff for #name {
                 type Twin<__DeltadT> = #twin<__DeltadT>;
+
+                #twin_layout
 
                 fn input<'t, __DeltadS: #private::Scalar<Prim = #p>>(&self, tape: &'t #private::Tape<__DeltadS>) -> #twin<#private::Real<'t, __DeltadS>> {
                     #input
@@ -650,6 +653,42 @@ impl Generator<'_> {
     }
 
     /// `seed` walks the dual and the seed together; enum variants must agree.
+    /// `Differentiable::TWIN_LAYOUT` for a struct: set where the struct is
+    /// laid out as its twin of machine floats, field by field (checked by
+    /// the compiler: sizes, alignments, `offset_of!` each field, and the
+    /// layouts of differentiated fields' own types). Not for enums.
+    fn twin_layout(&self, shape: &Shape, diff: &TokenStream) -> TokenStream {
+        let Shape::Struct(fields) = shape else {
+            return TokenStream::new();
+        };
+        let (twin, p) = (&self.twin, &self.precision);
+        let machine_twin = quote!(#twin<::deltad::__private::Active<#p>>);
+        let checks = fields_of(fields).into_iter().map(|f| {
+            let (member, ty) = (&f.member, f.ty);
+            let offsets = quote! {
+                ::core::mem::offset_of!(Self, #member) == ::core::mem::offset_of!(#machine_twin, #member)
+            };
+            if f.constant {
+                offsets
+            } else {
+                quote!(#offsets && <#ty as #diff>::TWIN_LAYOUT.is_some())
+            }
+        });
+        quote! {
+            const TWIN_LAYOUT: ::core::option::Option<::deltad::__private::TwinLayout> =
+                if ::core::mem::size_of::<Self>() == ::core::mem::size_of::<#machine_twin>()
+                    && ::core::mem::align_of::<Self>() == ::core::mem::align_of::<#machine_twin>()
+                    #(&& #checks)*
+                {
+                    // SAFETY: the layouts were compared just above, as
+                    // `TwinLayout::checked` asks.
+                    ::core::option::Option::Some(unsafe { ::deltad::__private::TwinLayout::checked() })
+                } else {
+                    ::core::option::Option::None
+                };
+        }
+    }
+
     fn seed_body(&self, shape: &Shape, diff: &TokenStream) -> TokenStream {
         let twin = &self.twin;
         let arm = |path: TokenStream, fields: &Fields| {

@@ -122,6 +122,35 @@ pub trait Differentiable<P: Primitive>: Sized {
 
     /// The twin of machine floats of this value (a seed given in the user's type).
     fn to_twin(&self) -> Self::Twin<P>;
+
+    /// Set where a value of `Self` is laid out exactly as its twin in a
+    /// compiled pass on machine floats, `Self::Twin<Active<P>>` (checked by
+    /// `#[derive(Differentiable)]`): the pass then reads a buffer of values
+    /// as their twins, and adds a buffer's gradient into the values of a
+    /// `Grad`, with no copies. Leave it `None` in a hand-written
+    /// implementation.
+    #[doc(hidden)]
+    const TWIN_LAYOUT: Option<TwinLayout> = None;
+}
+
+/// The proof behind [`Differentiable::TWIN_LAYOUT`]: made only where the
+/// layouts were checked.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct TwinLayout(());
+
+impl TwinLayout {
+    /// # Safety
+    ///
+    /// For the type `T` whose `TWIN_LAYOUT` this becomes, with machine
+    /// float `P`: `T` and `T::Twin<Active<P>>` have the same size and
+    /// alignment, and each field of one lies at the offset of the same
+    /// field of the other, with the same type or (recursively) a type
+    /// whose own `TWIN_LAYOUT` is set (so every real `P` of `T` lies where
+    /// the twin has an `Active<P>`, which is `repr(transparent)`).
+    pub const unsafe fn checked() -> TwinLayout {
+        TwinLayout(())
+    }
 }
 
 /// `lookup` for one leaf.
@@ -137,6 +166,9 @@ macro_rules! float_leaf {
     ($($p:ident)*) => {$(
         impl Differentiable<$p> for $p {
             type Twin<T> = T;
+
+            // SAFETY: the twin is `Active<$p>`, `repr(transparent)` over `$p`.
+            const TWIN_LAYOUT: Option<TwinLayout> = Some(unsafe { TwinLayout::checked() });
 
             #[inline]
             fn input<'t, S: Scalar<Prim = $p>>(&self, tape: &'t Tape<S>) -> Real<'t, S> {
@@ -213,6 +245,9 @@ macro_rules! discrete_leaf {
         /// Discrete data: kept as it is, no derivative.
         impl<P: Primitive> Differentiable<P> for $t {
             type Twin<T> = $t;
+
+            // SAFETY: the twin is the type itself.
+            const TWIN_LAYOUT: Option<TwinLayout> = Some(unsafe { TwinLayout::checked() });
 
             fn input<S: Scalar<Prim = P>>(&self, _tape: &Tape<S>) -> $t {
                 self.clone()
@@ -354,6 +389,10 @@ impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Vec<E> {
 
 impl<P: Primitive, E: Differentiable<P>, const N: usize> Differentiable<P> for [E; N] {
     type Twin<T> = [E::Twin<T>; N];
+
+    // An array of `E` is laid out as an array of its twins where `E` is:
+    // the same element size, the same stride.
+    const TWIN_LAYOUT: Option<TwinLayout> = E::TWIN_LAYOUT;
 
     fn input<'t, S: Scalar<Prim = P>>(&self, tape: &'t Tape<S>) -> Self::Twin<Real<'t, S>> {
         self.each_ref().map(|e| e.input(tape))

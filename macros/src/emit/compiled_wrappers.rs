@@ -314,27 +314,19 @@ impl Generator<'_> {
             let name = &param.name;
             let (twin, adjoint) = (self.twin_local(name), self.twin_adjoint_local(name));
             if let Some(elem) = crate::types::user_elements(&param.kind) {
-                // (In buffers the thread keeps for the next call.)
+                // The values themselves read as twins, and the gradient's
+                // values written as twins, where the type is laid out as
+                // its twin (else copies, in buffers the thread keeps for
+                // the next call).
                 before.push(quote! {
-                    let #twin: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
-                        ::deltad::__private::pooled_twins_values::<#prim, #elem>(&#name[..]);
-                    let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #prim>> =
-                        ::deltad::__private::pooled_twins_zeros::<#prim, #elem>(&#name[..]);
+                    let #twin = ::deltad::__private::twins_of::<#prim, #elem>(&#name[..]);
+                    let mut #adjoint = ::deltad::__private::adjoint_twins_of::<#prim, #elem>(
+                        &mut #grad.#name, &#name[..], #accumulate,
+                    );
                 });
-                let give_back = quote! {
-                    ::deltad::__private::give_back_vec(#twin);
-                    ::deltad::__private::give_back_vec(#adjoint);
-                };
-                after.push(if accumulate {
-                    quote! {
-                        ::deltad::__private::add_twins_gradient::<#prim, #elem>(&mut #grad.#name, &#name[..], &#adjoint);
-                        #give_back
-                    }
-                } else {
-                    quote! {
-                        #grad.#name = ::deltad::__private::twins_gradient::<#prim, #elem>(&#adjoint, |__deltad_x| __deltad_x);
-                        #give_back
-                    }
+                after.push(quote! {
+                    #adjoint.finish::<#prim>();
+                    ::core::mem::drop(#twin);
                 });
                 continue;
             }
@@ -514,7 +506,9 @@ impl Generator<'_> {
             .map(|_| quote!(::deltad::__private::Discard::<#prim>::new()));
         let unused = Ident::new("__deltad_unused", Span::mixed_site());
         let (before, _) = self.struct_passes(&unused, false);
+        let (zero, grad_type) = (self.zero_grad(), self.grad_type());
         quote! {
+            let mut #unused: #grad_type = #zero;
             #before
             let mut #stack = ::deltad::__private::Stack::<#prim>::new();
             let #value: #output = #fwd(&mut #stack, #(#fwd_args),*);

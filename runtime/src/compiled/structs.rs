@@ -459,6 +459,161 @@ where
     twins
 }
 
+/// The twins of a buffer of values of a user type in a pass on its machine
+/// float: the values themselves, read as twins, where the type's layout is
+/// its twin's ([`Differentiable::TWIN_LAYOUT`]), else copies in a buffer
+/// from the per-thread pool (given back when dropped).
+pub enum Twins<'a, X: 'static> {
+    Read(&'a [X]),
+    Pooled(Vec<X>),
+}
+
+impl<X: 'static> core::ops::Deref for Twins<'_, X> {
+    type Target = [X];
+    #[inline(always)]
+    fn deref(&self) -> &[X] {
+        match self {
+            Twins::Read(twins) => twins,
+            Twins::Pooled(twins) => twins,
+        }
+    }
+}
+
+impl<X: 'static> Drop for Twins<'_, X> {
+    fn drop(&mut self) {
+        if let Twins::Pooled(twins) = self {
+            crate::pool::give_back_vec(core::mem::take(twins));
+        }
+    }
+}
+
+/// [`Twins`] of `values`, for a pass on `P`.
+#[inline]
+pub fn twins_of<P, T>(values: &[T]) -> Twins<'_, TwinOf<T, P>>
+where
+    P: Primitive + Scalar<Prim = P> + 'static,
+    T: Differentiable<P> + 'static,
+    TwinOf<T, P>: 'static,
+{
+    match T::TWIN_LAYOUT {
+        // SAFETY: `TwinOf<T, P>` is `T::Twin<Active<P>>` (`P` is its own
+        // machine float), laid out as `T` (`TWIN_LAYOUT`'s proof): the
+        // same elements, read with the same lifetime, only shared.
+        Some(_) => Twins::Read(unsafe {
+            core::slice::from_raw_parts(values.as_ptr().cast::<TwinOf<T, P>>(), values.len())
+        }),
+        None => Twins::Pooled(pooled_twins_values::<P, T>(values)),
+    }
+}
+
+/// The adjoint twins of a buffer of values of a user type in a pass on its
+/// machine float, for the gradient `grad` of the buffer: `grad` itself,
+/// written as twins, where the type's layout is its twin's, else zero twins
+/// from the per-thread pool, which [`AdjointTwins::finish`] adds into
+/// `grad`.
+pub enum AdjointTwins<'a, T, X: 'static> {
+    InPlace(&'a mut [X]),
+    Pooled {
+        grad: &'a mut Vec<T>,
+        values: &'a [T],
+        twins: Vec<X>,
+        accumulate: bool,
+    },
+}
+
+impl<T, X: 'static> core::ops::Deref for AdjointTwins<'_, T, X> {
+    type Target = [X];
+    #[inline(always)]
+    fn deref(&self) -> &[X] {
+        match self {
+            AdjointTwins::InPlace(twins) => twins,
+            AdjointTwins::Pooled { twins, .. } => twins,
+        }
+    }
+}
+
+impl<T, X: 'static> core::ops::DerefMut for AdjointTwins<'_, T, X> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [X] {
+        match self {
+            AdjointTwins::InPlace(twins) => twins,
+            AdjointTwins::Pooled { twins, .. } => twins,
+        }
+    }
+}
+
+/// [`AdjointTwins`] for the gradient `grad` of `values`, for a pass on `P`:
+/// `grad` is set to zeros shaped like `values` first unless `accumulate`
+/// (`grad_into`, which adds into it; zeros too if it is empty, a `Grad`
+/// from `Default`).
+#[inline]
+pub fn adjoint_twins_of<'a, P, T>(
+    grad: &'a mut Vec<T>,
+    values: &'a [T],
+    accumulate: bool,
+) -> AdjointTwins<'a, T, TwinOf<T, P>>
+where
+    P: Primitive + Scalar<Prim = P> + 'static,
+    T: Differentiable<P> + 'static,
+    TwinOf<T, P>: 'static,
+{
+    if T::TWIN_LAYOUT.is_none() {
+        return AdjointTwins::Pooled {
+            grad,
+            values,
+            twins: pooled_twins_zeros::<P, T>(values),
+            accumulate,
+        };
+    }
+    if !accumulate || grad.is_empty() {
+        grad.clear();
+        grad.extend(
+            values
+                .iter()
+                .map(|v| twin_gradient::<P, T>(&twin_zeros::<P, T>(v), |x| x)),
+        );
+    }
+    assert_eq!(
+        grad.len(),
+        values.len(),
+        "deltad: the gradient of a buffer has {} elements where the argument has {}",
+        grad.len(),
+        values.len()
+    );
+    // SAFETY: as in `twins_of`; the twins are written only through this
+    // borrow of `grad`, with values of their own types (`Active<P>`
+    // leaves where `T` has reals `P`; its other fields as they are).
+    AdjointTwins::InPlace(unsafe {
+        core::slice::from_raw_parts_mut(grad.as_mut_ptr().cast::<TwinOf<T, P>>(), grad.len())
+    })
+}
+
+impl<T, X: 'static> AdjointTwins<'_, T, X> {
+    /// Puts the adjoints in the gradient where they were not written there
+    /// (added to it, or replacing it).
+    pub fn finish<P>(self)
+    where
+        P: Primitive + Scalar<Prim = P>,
+        T: Differentiable<P, Twin<Active<P>> = X>,
+    {
+        let AdjointTwins::Pooled {
+            grad,
+            values,
+            twins,
+            accumulate,
+        } = self
+        else {
+            return;
+        };
+        if accumulate {
+            add_twins_gradient::<P, T>(grad, values, &twins);
+        } else {
+            *grad = twins_gradient::<P, T>(&twins, |x| x);
+        }
+        crate::pool::give_back_vec(twins);
+    }
+}
+
 /// Zero adjoint twins for a buffer of values of a user type.
 pub fn twins_zeros<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<TwinOf<T, S>> {
     values.iter().map(twin_zeros::<S, T>).collect()
