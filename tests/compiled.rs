@@ -1920,3 +1920,53 @@ fn what_callees_keep_decides_whether_the_adjoint_runs_alone() {
         assert_close(&[g], &expected, "even_steps");
     }
 }
+
+/// One real input, a call and a method with an infinite partial at 0
+/// (`sqrt`): forward mode, its derivative checked.
+#[differentiate(compiled)]
+fn one_input_checked(x: f64) -> f64 {
+    let s = (x * x + 1.0).sqrt();
+    pair_energy(x, 0.5) * s + 0.0 * (x - 1.0).sqrt()
+}
+
+#[differentiate(tape)]
+fn one_input_checked_tape(x: f64) -> f64 {
+    let s = (x * x + 1.0).sqrt();
+    pair_energy(x, 0.5) * s + 0.0 * (x - 1.0).sqrt()
+}
+
+/// Forward mode's derivative where it is finite; reverse mode's where it
+/// is not (at 1, `0.0 * sqrt(x - 1)` has the partial ∞ under a zero
+/// factor: NaN in forward mode, 0 in the compiled adjoint, which `grad`
+/// must return, so at 1 the gradient is the first term's).
+#[test]
+fn one_input_with_singular_methods_is_forward_mode_checked() {
+    for x in [1.5, 2.0, 3.25] {
+        let (value, g) = one_input_checked::value_and_grad(x);
+        assert_eq!(value.to_bits(), one_input_checked(x).to_bits());
+        let tape = one_input_checked_tape::grad(x).x;
+        assert!(
+            (g.x - tape).abs() <= 1e-12 * tape.abs().max(1.0),
+            "{x}: {} vs {tape}",
+            g.x
+        );
+        let expected = central_difference(|h| vec![one_input_checked(x + h)], 1e-6);
+        assert_close(&[g.x], &expected, "one_input_checked");
+        let mut sum = one_input_checked::Grad::default();
+        one_input_checked::grad_into(x, &mut sum);
+        one_input_checked::grad_into(x, &mut sum);
+        assert_eq!(sum.x, 2.0 * g.x);
+    }
+    // At 1, by hand: p = (x - 0.5)²(x + 0.5) + 0.5x = 0.875,
+    // p' = 2(x - 0.5)(x + 0.5) + (x - 0.5)² + 0.5 = 2.25, s = √2, and
+    // f' = p's + px/s.
+    let g = one_input_checked::grad(1.0).x;
+    let sqrt2 = 2f64.sqrt();
+    let expected = 2.25 * sqrt2 + 0.875 / sqrt2;
+    assert!(
+        (g - expected).abs() <= 1e-14 * expected,
+        "{g} vs {expected}"
+    );
+    let tangent = one_input_checked::Grad { x: 1.0 };
+    assert!(one_input_checked::jvp(1.0, &tangent).1.is_nan());
+}

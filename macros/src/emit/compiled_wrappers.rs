@@ -13,6 +13,7 @@ use syn::Ident;
 
 use super::compiled::{self, Keeps, ADJ_FN, FWD_FN, FWD_UNVALUED_FN};
 use super::Generator;
+use crate::analyze::mode::GradientMode;
 use crate::names::items;
 use crate::signature::{BufferOutput, ParamKind};
 
@@ -377,26 +378,53 @@ impl Generator<'_> {
 
     /// The one differentiated parameter, if it is a real, the result is a
     /// real and the gradient is computed in forward mode
-    /// (`analyze/mode.rs`).
-    fn forward_input(&self) -> Option<&Ident> {
+    /// (`analyze/mode.rs`), and whether the derivative is checked.
+    fn forward_input(&self) -> Option<(&Ident, bool)> {
         let compiled = self.compiled?;
         let mut active = self.signature.params.iter().filter(|p| p.kind.is_active());
         let input = active.next()?;
         let one_real = active.next().is_none()
             && matches!(input.kind, ParamKind::Real)
             && matches!(self.signature.output, crate::signature::Output::Real);
-        (one_real && crate::analyze::mode::forward_gradient(&compiled.function))
-            .then_some(&input.name)
+        if !one_real {
+            return None;
+        }
+        match crate::analyze::mode::gradient_mode(&compiled.function) {
+            GradientMode::Reverse => None,
+            GradientMode::Forward => Some((&input.name, false)),
+            GradientMode::ForwardChecked => Some((&input.name, true)),
+        }
     }
 
     /// One forward-mode evaluation: the forward pass on dual numbers whose
     /// input's tangent is 1, adding `seed` times the result's tangent into
-    /// the `Grad` `grad`; the value.
-    fn compiled_forward(&self, input: &Ident, seed: TokenStream, grad: &Ident) -> TokenStream {
+    /// the `Grad` `grad`; the value. Where a derivative is `checked` and
+    /// not finite, the reverse evaluation `reverse` instead.
+    fn compiled_forward(
+        &self,
+        input: &Ident,
+        seed: TokenStream,
+        grad: &Ident,
+        reverse: Option<TokenStream>,
+    ) -> TokenStream {
         let prim = &self.prim;
         let fwd = Ident::new(FWD_FN, Span::call_site());
         let dual = self.dual_input(input);
         let args = self.pass_args(Scalar::Dual, true);
+        let add = quote! {
+            #grad.#input += #seed * __deltad_result.tangent;
+            __deltad_result.value
+        };
+        let result = match reverse {
+            None => add,
+            Some(reverse) => quote! {
+                if __deltad_result.tangent.is_finite() {
+                    #add
+                } else {
+                    #reverse
+                }
+            },
+        };
         quote! {{
             let #dual = ::deltad::__private::Dual::<#prim>::new(
                 #input,
@@ -404,16 +432,15 @@ impl Generator<'_> {
             );
             let __deltad_result: ::deltad::__private::Dual<#prim> =
                 #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
-            #grad.#input += #seed * __deltad_result.tangent;
-            __deltad_result.value
+            #result
         }}
     }
 
-    /// One reverse evaluation on the machine float with output adjoint
+    /// One gradient evaluation on the machine float with output adjoint
     /// `seed`, adding the gradient into the `Grad` `grad`; the value, or
     /// `()` where the caller does not read it (`value`) and the adjoint
-    /// runs alone (`adjoint_alone`). (Forward mode where it computes the
-    /// same gradient for less.)
+    /// runs alone (`adjoint_alone`). Forward mode where it computes the
+    /// same gradient for less.
     fn compiled_reverse(
         &self,
         seed: TokenStream,
@@ -421,9 +448,24 @@ impl Generator<'_> {
         accumulate: bool,
         value_read: bool,
     ) -> TokenStream {
-        if let Some(input) = self.forward_input() {
-            return self.compiled_forward(input, seed, grad);
+        match self.forward_input() {
+            Some((input, false)) => self.compiled_forward(input, seed, grad, None),
+            Some((input, true)) => {
+                let reverse = self.reverse_passes(seed.clone(), grad, accumulate, true);
+                self.compiled_forward(input, seed, grad, Some(reverse))
+            }
+            None => self.reverse_passes(seed, grad, accumulate, value_read),
         }
+    }
+
+    /// `compiled_reverse` in reverse mode.
+    fn reverse_passes(
+        &self,
+        seed: TokenStream,
+        grad: &Ident,
+        accumulate: bool,
+        value_read: bool,
+    ) -> TokenStream {
         let (fwd, adj) = (
             Ident::new(FWD_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
