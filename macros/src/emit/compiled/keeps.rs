@@ -179,7 +179,9 @@ fn callee_path(before: &[TokenTree]) -> Option<syn::Path> {
         Some(TokenTree::Punct(p)) => !matches!(p.as_char(), ':' | '>' | '<'),
         _ => true,
     };
-    if start + 1 == before.len() || !read_whole {
+    // (Nor a path from `Self`, which means nothing where the consts are.)
+    let from_self = matches!(&before[start], TokenTree::Ident(first) if *first == "Self");
+    if start + 1 == before.len() || !read_whole || from_self {
         return None;
     }
     let path: TokenStream = before[start..before.len() - 3].iter().cloned().collect();
