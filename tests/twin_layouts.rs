@@ -35,43 +35,32 @@ pub struct Cloud {
     pub scale: f64,
 }
 
-#[differentiate(compiled)]
-fn probes(ps: &[Probe], x: f64) -> f64 {
+/// Each function twice: compiled, and on the tape (the reference).
+macro_rules! both_engines {
+    ($compiled:ident, $tape:ident, $($function:tt)*) => {
+        #[differentiate(compiled)]
+        fn $compiled $($function)*
+        #[differentiate(tape)]
+        fn $tape $($function)*
+    };
+}
+
+both_engines!(probes, probes_tape, (ps: &[Probe], x: f64) -> f64 {
     let mut total = 0.0;
     for i in 0..ps.len() {
         let p = &ps[i];
         total += p.mass * (p.position.a * x).sin() + p.drag * p.position.b * p.position.b;
     }
     total
-}
+});
 
-#[differentiate(tape)]
-fn probes_tape(ps: &[Probe], x: f64) -> f64 {
-    let mut total = 0.0;
-    for i in 0..ps.len() {
-        let p = &ps[i];
-        total += p.mass * (p.position.a * x).sin() + p.drag * p.position.b * p.position.b;
-    }
-    total
-}
-
-#[differentiate(tape)]
-fn clouds_tape(cs: &[Cloud], x: f64) -> f64 {
+both_engines!(clouds, clouds_tape, (cs: &[Cloud], x: f64) -> f64 {
     let mut total = 0.0;
     for i in 0..cs.len() {
         total += cs[i].scale * cs[i].weights.0 * cs[i].weights.1 * x;
     }
     total
-}
-
-#[differentiate(compiled)]
-fn clouds(cs: &[Cloud], x: f64) -> f64 {
-    let mut total = 0.0;
-    for i in 0..cs.len() {
-        total += cs[i].scale * cs[i].weights.0 * cs[i].weights.1 * x;
-    }
-    total
-}
+});
 
 #[test]
 fn layouts_are_checked() {
