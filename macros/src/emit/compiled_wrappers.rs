@@ -548,9 +548,13 @@ impl Generator<'_> {
             .map(|_| quote!(::deltad::__private::Discard::<#prim>::new()));
         let unused = Ident::new("__deltad_unused", Span::mixed_site());
         let (before, _) = self.struct_passes(&unused, false);
-        let (zero, grad_type) = (self.zero_grad(), self.grad_type());
+        // (A `Grad` for the adjoints of buffers of user types to go to.)
+        let unused_grad = (!before.is_empty()).then(|| {
+            let (zero, grad_type) = (self.zero_grad(), self.grad_type());
+            quote!(let mut #unused: #grad_type = #zero;)
+        });
         quote! {
-            let mut #unused: #grad_type = #zero;
+            #unused_grad
             #before
             let mut #stack = ::deltad::__private::Stack::<#prim>::new();
             let #value: #output = #fwd(&mut #stack, #(#fwd_args),*);
