@@ -72,7 +72,8 @@ impl<S: Scalar> Dual<S> {
 fn combine<S: Scalar, const N: usize>(terms: [(S, S); N]) -> S {
     let term = |(partial, operand_tangent): (S, S)| {
         let term = partial * operand_tangent;
-        if operand_tangent.is_zero() {
+        // (A finite partial times a zero tangent is zero already.)
+        if operand_tangent.is_zero() && !partial.surely_finite() {
             S::zero()
         } else {
             term

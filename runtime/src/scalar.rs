@@ -75,6 +75,15 @@ pub trait Scalar:
     /// local partial derivative is infinite).
     fn is_zero(&self) -> bool;
 
+    /// True if this value is surely finite at every level (a machine float
+    /// that is neither infinite nor NaN; `false` where that is not known):
+    /// a product with it and a zero is then zero, with no mask needed.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn surely_finite(&self) -> bool {
+        false
+    }
+
     /// Additive identity.
     fn zero() -> Self {
         Self::from_prim(Self::Prim::ZERO)
@@ -277,6 +286,10 @@ macro_rules! machine_float {
             #[inline(always)]
             fn is_zero(&self) -> bool {
                 *self == 0.0
+            }
+            #[inline(always)]
+            fn surely_finite(&self) -> bool {
+                self.is_finite()
             }
             fn first_order(self) -> Option<($t, $t)> {
                 Some((self, 0.0))
