@@ -37,7 +37,17 @@ pub fn program(p: &Program) -> String {
     w.indent -= 1;
     w.line("}");
     w.line("");
-    run(&mut w, p.entry());
+    let derivatives_inside = ["::grad(", "::value_and_grad(", "::vjp(", "::jvp("]
+        .iter()
+        .any(|call| func_text(p.entry()).contains(call));
+    run(&mut w, p.entry(), derivatives_inside);
+    w.out
+}
+
+/// The source of one function.
+fn func_text(f: &Func) -> String {
+    let mut w = Writer::default();
+    func(&mut w, f, "");
     w.out
 }
 
@@ -478,7 +488,7 @@ pub fn expr(e: &Expr) -> String {
 
 /// The harness entry of a program: draws points from the program's seed and
 /// checks `f` at each through `crate::check::check_point`.
-fn run(w: &mut Writer, f: &Func) {
+fn run(w: &mut Writer, f: &Func, derivatives_inside: bool) {
     // Arguments of `f` built from a flat point `p`, and the `Grad` built from
     // a flat tangent `s`; the flattening order is the parameter order.
     let mut args = Vec::new();
@@ -589,6 +599,7 @@ fn run(w: &mut Writer, f: &Func) {
     w.line(&format!(
         "let grad = |p: &[f64]| flatten({name}::grad({args}));"
     ));
+    w.line(&format!("out.derivatives_inside = {derivatives_inside};"));
     w.line(
         "check_point(&x, &eval, &value_and_grad, &grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",
     );
