@@ -124,13 +124,13 @@ pub mod __private {
     pub use crate::checkpoint::{CheckpointRecorder, Step};
     pub use crate::checkpointed_call::{checkpointed_call, CallArgs, OwnedConstant, Rerun};
     pub use crate::compiled::{
-        add_twin_gradient, add_twins_gradient, adjoint_twins_of, leaf_constant,
-        pooled_twins_values, pooled_twins_zeros, read_twin_adjoint, seed_recorded_and_sweep,
-        twin_duals, twin_gradient, twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded,
-        twin_of_value, twin_on_tape, twin_unit, twin_value, twin_values, twin_zeros,
-        twin_zeros_like, twins_gradient, twins_of, twins_values, twins_zeros, Active, CopyActive,
-        CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg,
-        StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
+        add_twin_gradient, adjoint_twins_of, leaf_constant, read_twin_adjoint,
+        seed_recorded_and_sweep, twin_duals, twin_gradient, twin_leaf_count, twin_leaves,
+        twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit, twin_value,
+        twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of, twins_values,
+        twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf,
+        SetLeaf, SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam, TwinOf,
+        TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
         checkpoint_segment, lift_buffer, lifted, machine_value, opaque_values, recorded_values,
@@ -159,7 +159,6 @@ pub mod __private {
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
     pub use crate::math::{constant_rules, multi_rules, unary_rules, IntoReal};
-    pub use crate::pool::give_back_vec;
     pub use crate::preaccumulate::{Poison, Preaccumulator};
     pub use crate::real::Real;
     pub use crate::scalar::{Primitive, Scalar};

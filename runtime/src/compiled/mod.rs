@@ -52,11 +52,10 @@ pub(crate) use stack::{
     F64_STACKS,
 };
 pub use structs::{
-    add_twin_gradient, add_twins_gradient, adjoint_twins_of, leaf_constant, pooled_twins_values,
-    pooled_twins_zeros, read_twin_adjoint, seed_recorded_and_sweep, twin_duals, twin_gradient,
-    twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape,
-    twin_unit, twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of,
-    twins_values, twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned,
-    RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam,
-    TwinOf, TwinSink, TwinsSink,
+    add_twin_gradient, adjoint_twins_of, leaf_constant, read_twin_adjoint, seed_recorded_and_sweep,
+    twin_duals, twin_gradient, twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded,
+    twin_of_value, twin_on_tape, twin_unit, twin_value, twin_values, twin_zeros, twin_zeros_like,
+    twins_gradient, twins_of, twins_values, twins_zeros, Active, CopyActive, CopyPlain,
+    FromConstant, LeafCopy, Owned, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam,
+    StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
 };

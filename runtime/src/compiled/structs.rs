@@ -427,7 +427,7 @@ pub fn twins_values<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<
 
 /// `twins_values` into a buffer from the per-thread pool (give it back with
 /// [`give_back_vec`](crate::pool::give_back_vec)).
-pub fn pooled_twins_values<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
+fn pooled_twins_values<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
     values: &[T],
 ) -> Vec<TwinOf<T, S>>
 where
@@ -437,7 +437,7 @@ where
 }
 
 /// `twins_zeros` into a buffer from the per-thread pool.
-pub fn pooled_twins_zeros<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
+fn pooled_twins_zeros<S: Scalar + 'static, T: Differentiable<S::Prim> + 'static>(
     values: &[T],
 ) -> Vec<TwinOf<T, S>>
 where
@@ -622,7 +622,7 @@ pub fn twins_zeros<S: Scalar, T: Differentiable<S::Prim>>(values: &[T]) -> Vec<T
 /// Adds the adjoint twins of a buffer's elements into the gradients `grad`
 /// (zeros shaped like `values` first, if `grad` is empty: a `Grad` reused
 /// from `Default`).
-pub fn add_twins_gradient<S: Scalar, T: Differentiable<S::Prim>>(
+fn add_twins_gradient<S: Scalar, T: Differentiable<S::Prim>>(
     grad: &mut Vec<T>,
     values: &[T],
     adjoints: &[TwinOf<T, S>],
