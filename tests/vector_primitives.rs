@@ -94,6 +94,39 @@ fn values_and_gradients_match_hand_written_ones() {
 }
 
 #[test]
+fn gradients_match_hand_written_ones_for_many_classes() {
+    // The log-sum-exp adjoint holds up to 32 exponentials and takes them
+    // again beyond: both sides of that line, with scores far apart (weights
+    // that underflow next to ones that do not) and a second-order check.
+    for classes in [31, 32, 33, 70] {
+        let dims = 3;
+        let w: Vec<f64> = (0..classes * dims)
+            .map(|i| 4.0 * (i as f64 * 0.37).sin())
+            .collect();
+        let b: Vec<f64> = (0..classes).map(|k| (k as f64 * 0.9).cos()).collect();
+        let x: Vec<f64> = (0..4 * dims)
+            .map(|i| 3.0 * (i as f64 * 0.61).cos())
+            .collect();
+        let (value, g) = objective::value_and_grad(&w, &b, &x, dims);
+        assert!((value - plain_point(&w, &b, &x, dims)).abs() < 1e-12 * value.abs().max(1.0));
+        let (gw, gb) = hand(&w, &b, &x, dims);
+        assert_close_tol(&g.w, &gw, 1e-12, "w");
+        assert_close_tol(&g.b, &gb, 1e-12, "b");
+        let tangent = objective::Grad {
+            w: (0..w.len()).map(|i| (i as f64 * 0.23).sin()).collect(),
+            b: (0..classes).map(|k| (k as f64 * 0.41).cos()).collect(),
+        };
+        let hv = objective::hvp(&w, &b, &x, dims, &tangent);
+        let shifted = |s: f64| {
+            let w2: Vec<f64> = w.iter().zip(&tangent.w).map(|(w, t)| w + s * t).collect();
+            let b2: Vec<f64> = b.iter().zip(&tangent.b).map(|(b, t)| b + s * t).collect();
+            objective::value_and_grad(&w2, &b2, &x, dims).1.b
+        };
+        assert_close(&hv.b, &central_difference(shifted, 1e-5), "hvp b");
+    }
+}
+
+#[test]
 fn each_call_is_one_binding_whatever_the_length() {
     // Two points and three classes in 2 and in 40 dimensions: the same
     // number of bindings besides the inputs.

@@ -160,6 +160,18 @@ fn dot_of<S: Scalar>(len: usize, a: impl Fn(usize) -> S, b: impl Fn(usize) -> S)
 /// the value itself.
 #[inline(always)]
 fn log_sum_exp_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
+    let largest = shift_of(len, &value);
+    if !largest.to_prim().is_finite() {
+        return largest;
+    }
+    let total = sum_of(len, |i| (value(i) - largest).exp());
+    total.ln() + largest
+}
+
+/// The shift of [`log_sum_exp_of`]: the largest value, or the first NaN
+/// (-∞ for none).
+#[inline(always)]
+fn shift_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
     let mut largest = S::from_prim(<S::Prim as Primitive>::from_f64(f64::NEG_INFINITY));
     for i in 0..len {
         let v = value(i);
@@ -167,11 +179,7 @@ fn log_sum_exp_of<S: Scalar>(len: usize, value: impl Fn(usize) -> S) -> S {
             largest = v;
         }
     }
-    if !largest.to_prim().is_finite() {
-        return largest;
-    }
-    let total = sum_of(len, |i| (value(i) - largest).exp());
-    total.ln() + largest
+    largest
 }
 
 /// The sum of the elements, as one binding with a term per element.
@@ -307,7 +315,7 @@ pub mod log_sum_exp {
 /// same operations in the same order as the plain functions), and their
 /// adjoints added into sinks.
 pub mod compiled {
-    use super::{assert_same_length, dot_of, log_sum_exp_of, sum_of};
+    use super::{assert_same_length, dot_of, log_sum_exp_of, shift_of, sum_of};
     use crate::compiled::SliceSink;
     use crate::scalar::{Primitive, Scalar};
 
@@ -355,14 +363,35 @@ pub mod compiled {
 
     /// Adds `adjoint · exp(v_i - lse(v))` (the softmax weights) to the
     /// adjoints; nothing where the value is not finite (as on the tape).
+    ///
+    /// The weights are `exp(v_i - m) / Σ_j exp(v_j - m)` with `m` the
+    /// largest `v_i`: no logarithm, and for up to [`HELD_WEIGHTS`] values
+    /// each exponential is taken once and held (a hand-written adjoint of
+    /// a mixture takes each twice).
     #[inline]
     pub fn log_sum_exp_adjoint<S: Scalar>(values: &[S], sink: &mut impl SliceSink<S>, adjoint: S) {
-        let value = log_sum_exp(values);
-        if !Primitive::is_finite(value.to_prim()) {
+        let largest = shift_of(values.len(), |i| values[i]);
+        if !Primitive::is_finite(largest.to_prim()) {
             return;
         }
-        for (i, &v) in values.iter().enumerate() {
-            *sink.at(i) += adjoint * (v - value).exp();
+        if values.len() <= HELD_WEIGHTS {
+            let mut held = [S::zero(); HELD_WEIGHTS];
+            for (h, &v) in held.iter_mut().zip(values) {
+                *h = (v - largest).exp();
+            }
+            let scale = adjoint / sum_of(values.len(), |i| held[i]);
+            for (i, &h) in held[..values.len()].iter().enumerate() {
+                *sink.at(i) += scale * h;
+            }
+        } else {
+            let scale = adjoint / sum_of(values.len(), |i| (values[i] - largest).exp());
+            for (i, &v) in values.iter().enumerate() {
+                *sink.at(i) += scale * (v - largest).exp();
+            }
         }
     }
+
+    /// How many exponentials [`log_sum_exp_adjoint`] holds on the machine
+    /// stack (more are taken twice).
+    const HELD_WEIGHTS: usize = 32;
 }
