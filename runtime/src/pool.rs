@@ -110,9 +110,12 @@ pub fn pooled_vec<X: 'static>() -> Vec<X> {
     TWIN_BUFFERS
         .try_with(|buffers| {
             let mut buffers = buffers.borrow_mut();
-            let at = buffers.iter().position(|b| b.is::<Vec<X>>())?;
-            let buffer = buffers.swap_remove(at).downcast::<Vec<X>>().ok()?;
-            Some(*buffer)
+            // The buffer is taken out of its box, which stays in the pool
+            // (empty) for the buffer's return: no allocation either way.
+            buffers.iter_mut().find_map(|b| {
+                let buffer = b.downcast_mut::<Vec<X>>()?;
+                (buffer.capacity() > 0).then(|| core::mem::take(buffer))
+            })
         })
         .ok()
         .flatten()
@@ -121,14 +124,25 @@ pub fn pooled_vec<X: 'static>() -> Vec<X> {
 
 /// Gives a buffer from [`pooled_vec`] back (cleared; up to 1 GiB kept).
 pub fn give_back_vec<X: 'static>(mut buffer: Vec<X>) {
-    if buffer.capacity() * core::mem::size_of::<X>() > KEEP_AT_MOST_BYTES {
+    if buffer.capacity() == 0 || buffer.capacity() * core::mem::size_of::<X>() > KEEP_AT_MOST_BYTES
+    {
         return;
     }
     buffer.clear();
     let _ = TWIN_BUFFERS.try_with(|buffers| {
         let mut buffers = buffers.borrow_mut();
-        if buffers.len() < KEEP_AT_MOST_TWIN_BUFFERS {
-            buffers.push(Box::new(buffer));
+        let empty = buffers.iter().position(|b| {
+            b.downcast_ref::<Vec<X>>()
+                .is_some_and(|v| v.capacity() == 0)
+        });
+        match empty {
+            Some(at) => {
+                if let Some(slot) = buffers[at].downcast_mut::<Vec<X>>() {
+                    *slot = buffer;
+                }
+            }
+            None if buffers.len() < KEEP_AT_MOST_TWIN_BUFFERS => buffers.push(Box::new(buffer)),
+            None => {}
         }
     });
 }

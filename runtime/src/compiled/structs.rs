@@ -311,14 +311,17 @@ pub fn add_twin_gradient<S: Scalar, T: Differentiable<S::Prim>>(
     grad: &mut T,
     adjoint: &TwinOf<T, S>,
 ) {
-    let mut adds: Vec<S::Prim> = Vec::new();
+    // The leaves in a buffer from the per-thread pool: `grad_into` of a
+    // buffer of a type not laid out as its twin runs this per element.
+    let mut adds: Vec<S::Prim> = crate::pool::pooled_vec();
     T::flatten_twin(
         &T::map_twin(adjoint, &mut |leaf: &Active<S>| leaf.0.to_prim()),
         &mut adds,
     );
-    let mut leaves = adds.into_iter();
-    let sum = grad.build(&mut |x| x + leaves.next().unwrap_or(S::Prim::ZERO));
+    let mut leaves = adds.iter();
+    let sum = grad.build(&mut |x| x + leaves.next().copied().unwrap_or(S::Prim::ZERO));
     *grad = T::from_twin(sum);
+    crate::pool::give_back_vec(adds);
 }
 
 /// The twin in a compiled pass of a value recorded on a tape (the values
