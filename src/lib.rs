@@ -272,7 +272,11 @@
 
 #[doc(inline)]
 pub use deltad_macros::{differentiate, Differentiable};
+#[cfg(feature = "num-traits")]
+#[doc(inline)]
+pub use deltad_runtime::num_traits;
 pub use deltad_runtime::{dot, log_sum_exp, release_pooled_tapes, sum};
+pub use deltad_runtime::{gradient, hessian, hvp, jvp, value_and_gradient};
 pub use deltad_runtime::{
     DeltaId, DerivativeCheck, Differentiable, Dual, DualOf, GradElement, IntoDual, IntoReal,
     Mismatch, Primitive, Real, Scalar, Tape, TapeStats,

@@ -9,6 +9,16 @@ fn ui() {
     cases.compile_fail("tests/ui/*.rs");
 }
 
+/// Misuses of the closure entry points (`deltad::gradient(|x| f(x), ..)`):
+/// rustc's own trait errors, which name `Real`, the type the closure is
+/// documented to receive (so they are not held to the rule below, which is
+/// about the code `#[differentiate]` generates).
+#[test]
+fn ui_closures() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/ui_closures/*.rs");
+}
+
 /// No expected message names deltad's internals (its dual value type, its
 /// generated items, its runtime crate): the user's code is at fault in
 /// every case, and a message must speak of the user's code.

@@ -56,6 +56,23 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
         return quote!(#errors #function);
     }
     let name = function.sig.ident.clone();
+    // A function generic over its number type: emitted as written, its
+    // derivatives made of its copy for `f64`.
+    let number_params = crate::generic::number_params(&function.sig);
+    let generic_original = {
+        let params = &number_params;
+        if params.is_empty() {
+            None
+        } else {
+            match crate::generic::for_f64(&function, params) {
+                Ok(copy) => Some(std::mem::replace(&mut function, copy)),
+                Err(error) => {
+                    errors.at_span(error.span(), error.to_string());
+                    None
+                }
+            }
+        }
+    };
     let primal_name = syn::Ident::new("__deltad_primal", Span::call_site());
     let mut primal_copy = function.clone();
     primal_copy.sig.ident = primal_name.clone();
@@ -74,7 +91,8 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
         method: None,
     };
     let (module, signature_ok) = derivatives(&target, &no_grad, options, errors);
-    let mut emitted = function.clone();
+    let generic = generic_original.is_some();
+    let mut emitted = generic_original.unwrap_or_else(|| function.clone());
     crate::syntax::strip_markers(&mut emitted.block);
     let original = emit::original(&emitted);
     let errors = errors.to_compile_errors();
@@ -94,12 +112,17 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
             syn::FnArg::Typed(param) => crate::syntax::mentions_impl_trait(&param.ty),
             syn::FnArg::Receiver(_) => false,
         });
+    // (A function generic over its number type is named for `f64`.)
+    let for_f64 = generic.then(|| {
+        let f64s = number_params.iter().map(|_| quote!(f64));
+        quote!(::<#(#f64s),*>)
+    });
     let mark_used = (only_lifetimes && signature_ok).then(|| {
         quote! {
             #(#cfgs)*
             #[allow(clippy::let_underscore_untyped)]
             const _: () = {
-                let _ = #name;
+                let _ = #name #for_f64;
             };
         }
     });

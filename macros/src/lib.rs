@@ -10,6 +10,7 @@ mod emit;
 mod errors;
 mod expand;
 mod functions;
+mod generic;
 mod impl_block;
 mod ir;
 mod macro_args;

@@ -360,6 +360,14 @@ pub(crate) fn analyze(item: &ItemFn, no_grad: &[bool], errors: &Errors) -> Optio
             GenericParam::Type(ty) if function_types.contains_key(&ty.ident.to_string()) => {
                 function_generics.push(param.clone())
             }
+            GenericParam::Type(ty) if crate::generic::is_number_type_param(sig, ty) => reject(
+                ty,
+                &format!(
+                    "deltad cannot differentiate methods generic over their number type yet (free functions it can): write `{name}` for `f64` (replace `{param}` by `f64`), or make it a free function",
+                    name = sig.ident,
+                    param = ty.ident,
+                ),
+            ),
             GenericParam::Type(ty) => reject(ty, "deltad cannot differentiate generic functions yet: type parameters are not supported, except functions `F: Fn(..)` (lifetime and const parameters are)"),
         }
     }

@@ -15,6 +15,7 @@
 
 use core::cmp::Ordering;
 use core::fmt;
+use core::iter::{Product, Sum};
 use core::ops::{
     Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
 };
@@ -185,6 +186,31 @@ impl<S: Scalar> fmt::Display for Dual<S> {
 }
 
 impl<S: Scalar> sealed::Sealed for Dual<S> {}
+
+/// From -0.0, as the standard library's float `Sum` (and `Real`'s).
+impl<S: Scalar> Sum for Dual<S> {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(-Dual::constant(S::zero()), |total, x| total + x)
+    }
+}
+
+impl<'a, S: Scalar> Sum<&'a Dual<S>> for Dual<S> {
+    fn sum<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
+        iter.copied().sum()
+    }
+}
+
+impl<S: Scalar> Product for Dual<S> {
+    fn product<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Dual::constant(S::one()), |total, x| total * x)
+    }
+}
+
+impl<'a, S: Scalar> Product<&'a Dual<S>> for Dual<S> {
+    fn product<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
+        iter.copied().product()
+    }
+}
 
 macro_rules! unary {
     ($rules:ident: $($name:ident)*) => {$(

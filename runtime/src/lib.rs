@@ -14,6 +14,7 @@ mod accumulate;
 mod check;
 mod checkpoint;
 mod checkpointed_call;
+mod closures;
 mod compiled;
 mod compiled_call;
 mod convert;
@@ -21,6 +22,8 @@ mod custom;
 mod differentiable;
 mod dual;
 mod forward;
+#[cfg(feature = "num-traits")]
+mod generic;
 mod graph;
 #[cfg(any(feature = "nalgebra", feature = "ndarray"))]
 mod linalg;
@@ -36,6 +39,7 @@ mod vector;
 mod wrapper;
 
 pub use check::{DerivativeCheck, Mismatch};
+pub use closures::{gradient, hessian, hvp, jvp, value_and_gradient};
 pub use compiled::StackStats;
 pub use differentiable::{Differentiable, DualOf, GradElement, IntoDual};
 pub use dual::Dual;
@@ -46,6 +50,11 @@ pub use real::Real;
 pub use scalar::{Primitive, Scalar};
 pub use tape::{DeltaId, Tape, TapeStats};
 pub use vector::{dot, log_sum_exp, sum};
+
+/// num-traits itself (cargo feature `num-traits`, on by default), the version
+/// whose `Float` family [`Dual`] and [`Real`] implement.
+#[cfg(feature = "num-traits")]
+pub use num_traits;
 
 /// nalgebra's `DVector`, `DMatrix` and `SMatrix` (`SVector`, `Vector3`, ...)
 /// as differentiated values (cargo feature `nalgebra`, nalgebra 0.35).

@@ -365,7 +365,7 @@ pub mod compiled {
     /// adjoints; nothing where the value is not finite (as on the tape).
     ///
     /// The weights are `exp(v_i - m) / Σ_j exp(v_j - m)` with `m` the
-    /// largest `v_i`: no logarithm, and for up to [`HELD_WEIGHTS`] values
+    /// largest `v_i`: no logarithm, and for up to `HELD_WEIGHTS` (32) values
     /// each exponential is taken once and held (a hand-written adjoint of
     /// a mixture takes each twice).
     #[inline]

@@ -490,7 +490,7 @@ impl<X: 'static> Drop for Twins<'_, X> {
     }
 }
 
-/// [`Twins`] of `values`, for a pass on `P`.
+/// `Twins` of `values`, for a pass on `P`.
 #[inline]
 pub fn twins_of<P, T>(values: &[T]) -> Twins<'_, TwinOf<T, P>>
 where
@@ -545,7 +545,7 @@ impl<T, X: 'static> core::ops::DerefMut for AdjointTwins<'_, T, X> {
     }
 }
 
-/// [`AdjointTwins`] for the gradient `grad` of `values`, for a pass on `P`:
+/// `AdjointTwins` for the gradient `grad` of `values`, for a pass on `P`:
 /// `grad` is set to zeros shaped like `values` first unless `accumulate`
 /// (`grad_into`, which adds into it; zeros too if it is empty, a `Grad`
 /// from `Default`).

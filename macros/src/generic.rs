@@ -1,0 +1,252 @@
+//! Functions generic over their number type, as num-traits code is written
+//! (`fn f<T: Float + FromPrimitive>(x: &[T], a: T) -> T`): the function is
+//! emitted as written, and its derivatives are made of a copy written for
+//! `f64`, so they take `f64` arguments (`f::grad(&x, 2.0)`).
+//!
+//! The copy replaces each such type parameter by `f64`, and the associated
+//! functions generic code calls on it by what they are for `f64`: constants
+//! (`T::one()` is `1.0`, `T::PI()` is `std::f64::consts::PI`,
+//! `T::epsilon()` is `f64::EPSILON`), conversions into the number
+//! (`T::from_f64(c).unwrap()`, `T::from(n).unwrap()`: `(c as f64)`, an
+//! identity or an integer's conversion, so a differentiated value converted
+//! keeps its derivative) and math functions (`T::sin(x)` is `f64::sin(x)`).
+//! Everything else in the body is used as written.
+
+use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree};
+use quote::{quote_spanned, ToTokens};
+use syn::{GenericParam, ItemFn, Type, TypeParamBound, WherePredicate};
+
+/// The type parameters of `sig` bounded (inline or in the `where` clause)
+/// by a number trait of num-traits, simba or nalgebra.
+pub(crate) fn number_params(sig: &syn::Signature) -> Vec<Ident> {
+    sig.generics
+        .params
+        .iter()
+        .filter_map(|param| match param {
+            GenericParam::Type(ty) if is_number_type_param(sig, ty) => Some(ty.ident.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// True if the type parameter `ty` is bounded by a number trait.
+pub(crate) fn is_number_type_param(sig: &syn::Signature, ty: &syn::TypeParam) -> bool {
+    let numeric = |bounds: &syn::punctuated::Punctuated<TypeParamBound, syn::Token![+]>| {
+        bounds.iter().any(|bound| match bound {
+            TypeParamBound::Trait(t) => t
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| NUMBER_TRAITS.contains(&s.ident.to_string().as_str())),
+            _ => false,
+        })
+    };
+    let in_where = sig.generics.where_clause.iter().any(|clause| {
+        clause.predicates.iter().any(|predicate| match predicate {
+            WherePredicate::Type(p) => bounds_param(&p.bounded_ty, &ty.ident) && numeric(&p.bounds),
+            _ => false,
+        })
+    });
+    numeric(&ty.bounds) || in_where
+}
+
+const NUMBER_TRAITS: &[&str] = &[
+    "Float",
+    "FloatCore",
+    "FloatConst",
+    "Real",
+    "RealField",
+    "ComplexField",
+    "Num",
+    "NumCast",
+    "NumAssign",
+    "NumOps",
+    "FromPrimitive",
+    "Signed",
+];
+
+fn bounds_param(ty: &Type, param: &Ident) -> bool {
+    matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident(param))
+}
+
+/// The copy of `function` written for `f64` (see the module's docs).
+pub(crate) fn for_f64(function: &ItemFn, params: &[Ident]) -> syn::Result<ItemFn> {
+    let mut copy = function.clone();
+    let generics = &mut copy.sig.generics;
+    generics.params = generics
+        .params
+        .iter()
+        .filter(|p| !matches!(p, GenericParam::Type(ty) if params.contains(&ty.ident)))
+        .cloned()
+        .collect();
+    if let Some(clause) = &mut generics.where_clause {
+        clause.predicates = clause
+            .predicates
+            .iter()
+            .filter(|p| {
+                !matches!(p, WherePredicate::Type(t)
+                    if params.iter().any(|param| bounds_param(&t.bounded_ty, param)))
+            })
+            .cloned()
+            .collect();
+        if clause.predicates.is_empty() {
+            generics.where_clause = None;
+        }
+    }
+    if generics.params.is_empty() {
+        generics.lt_token = None;
+        generics.gt_token = None;
+    }
+    syn::parse2(substitute(copy.into_token_stream(), params))
+}
+
+/// The tokens with every number type parameter written for `f64`.
+fn substitute(tokens: TokenStream, params: &[Ident]) -> TokenStream {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = TokenStream::new();
+    let mut i = 0;
+    while i < trees.len() {
+        match &trees[i] {
+            TokenTree::Group(group) => {
+                let mut new = Group::new(group.delimiter(), substitute(group.stream(), params));
+                new.set_span(group.span());
+                out.extend([TokenTree::Group(new)]);
+                i += 1;
+            }
+            TokenTree::Ident(ident) if params.contains(ident) => {
+                let (tokens, used) = associated(&trees[i..], ident.span(), params);
+                out.extend(tokens);
+                i += used;
+            }
+            tree => {
+                out.extend([tree.clone()]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// `T` at the start of `trees` (followed by what it is followed by): the
+/// tokens for `f64` and how many trees they replace.
+fn associated(trees: &[TokenTree], span: Span, params: &[Ident]) -> (TokenStream, usize) {
+    let f64 = Ident::new("f64", span).into_token_stream();
+    let (Some(name), Some(args)) = (path_name(trees), trees.get(4)) else {
+        return (f64, 1);
+    };
+    let args = match args {
+        TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis => g.stream(),
+        _ => return (f64, 1),
+    };
+    let name_text = name.to_string();
+    if args.is_empty() {
+        if let Some(constant) = constant(&name_text, span) {
+            return (constant, 5);
+        }
+    }
+    if CONVERSIONS.contains(&name_text.as_str()) && !args.is_empty() {
+        let args = substitute(args, params);
+        // `T::from_f64(c).unwrap()` (or `.expect(..)`): the number itself.
+        if unwrapped(&trees[5..]) {
+            let converted = quote_spanned!(span=> ((#args) as f64));
+            return (converted, 8);
+        }
+        let trait_name = if name_text == "from" {
+            quote_spanned!(span=> NumCast)
+        } else {
+            quote_spanned!(span=> FromPrimitive)
+        };
+        let call = quote_spanned!(span=> <f64 as ::deltad::num_traits::#trait_name>::#name(#args));
+        return (call, 5);
+    }
+    (f64, 1)
+}
+
+/// The identifier `name` in `T :: name`, if the trees start so.
+fn path_name(trees: &[TokenTree]) -> Option<&Ident> {
+    let colon = |tree: Option<&TokenTree>, spacing: Spacing| matches!(tree, Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == spacing);
+    if !(colon(trees.get(1), Spacing::Joint) && colon(trees.get(2), Spacing::Alone)) {
+        return None;
+    }
+    match trees.get(3) {
+        Some(TokenTree::Ident(name)) => Some(name),
+        _ => None,
+    }
+}
+
+/// True if the trees start with `.unwrap()` or `.expect(..)`.
+fn unwrapped(trees: &[TokenTree]) -> bool {
+    matches!(
+        (trees.first(), trees.get(1), trees.get(2)),
+        (Some(TokenTree::Punct(dot)), Some(TokenTree::Ident(method)), Some(TokenTree::Group(g)))
+            if dot.as_char() == '.'
+                && (method == "unwrap" || method == "expect")
+                && g.delimiter() == Delimiter::Parenthesis
+    )
+}
+
+/// The conversions into the number: `T::from(n)`, `T::from_f64(c)`, ...
+const CONVERSIONS: &[&str] = &[
+    "from",
+    "from_f64",
+    "from_f32",
+    "from_i8",
+    "from_i16",
+    "from_i32",
+    "from_i64",
+    "from_i128",
+    "from_isize",
+    "from_u8",
+    "from_u16",
+    "from_u32",
+    "from_u64",
+    "from_u128",
+    "from_usize",
+];
+
+/// `T::name()` for a constant of num-traits (`Zero`, `One`, `Float`,
+/// `FloatConst`) or simba (`RealField`'s lowercase constants), for `f64`.
+fn constant(name: &str, span: Span) -> Option<TokenStream> {
+    let tokens = |text: &str| -> TokenStream {
+        let parsed: TokenStream = text.parse().unwrap_or_default();
+        respan(parsed, span)
+    };
+    let consts = |name: &str| tokens(&format!("::std::f64::consts::{name}"));
+    Some(match name {
+        "zero" => tokens("0.0"),
+        "one" => tokens("1.0"),
+        "neg_zero" => tokens("(-0.0)"),
+        "epsilon" => tokens("f64::EPSILON"),
+        "max_value" => tokens("f64::MAX"),
+        "min_value" => tokens("f64::MIN"),
+        "min_positive_value" => tokens("f64::MIN_POSITIVE"),
+        "infinity" => tokens("f64::INFINITY"),
+        "neg_infinity" => tokens("f64::NEG_INFINITY"),
+        "nan" => tokens("f64::NAN"),
+        "E" | "FRAC_1_PI" | "FRAC_1_SQRT_2" | "FRAC_2_PI" | "FRAC_2_SQRT_PI" | "FRAC_PI_2"
+        | "FRAC_PI_3" | "FRAC_PI_4" | "FRAC_PI_6" | "FRAC_PI_8" | "LN_10" | "LN_2" | "LOG10_E"
+        | "LOG2_E" | "PI" | "SQRT_2" | "TAU" | "LOG10_2" | "LOG2_10" => consts(name),
+        "pi" => consts("PI"),
+        "two_pi" => consts("TAU"),
+        "e" | "frac_pi_2" | "frac_pi_3" | "frac_pi_4" | "frac_pi_6" | "frac_pi_8" | "frac_1_pi"
+        | "frac_2_pi" | "frac_2_sqrt_pi" | "log2_e" | "log10_e" | "ln_2" | "ln_10" => {
+            consts(&name.to_uppercase())
+        }
+        _ => return None,
+    })
+}
+
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let TokenTree::Group(g) = &tree {
+                let mut new = Group::new(g.delimiter(), respan(g.stream(), span));
+                new.set_span(span);
+                return TokenTree::Group(new);
+            }
+            tree.set_span(span);
+            tree
+        })
+        .collect()
+}

@@ -1,0 +1,411 @@
+//! `#[differentiate]` on functions generic over their number type, written
+//! as num-traits code is (bounds inline and in `where` clauses,
+//! `T::from_f64(..).unwrap()`, `T::from(..)`, `T::one()`, `T::PI()`,
+//! iterator sums, loops): the 26 objectives of `argmin_testfunctions` 0.3,
+//! written here from their formulas, their derivatives (which take `f64`)
+//! checked against the crate's hand-written `*_derivative` and `*_hessian`
+//! functions (an independent implementation), and the functions themselves
+//! still generic (called on `f32`).
+#![allow(clippy::all)]
+
+use argmin_testfunctions as tf;
+use deltad::differentiate;
+use num_traits::{Float, FloatConst, FromPrimitive};
+use std::iter::Sum;
+
+#[track_caller]
+fn assert_near(actual: &[f64], expected: &[f64], what: &str) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
+    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        assert!(
+            (a - e).abs() <= 1e-10 * e.abs().max(1.0),
+            "{what}[{i}]: deltad {a} vs hand-written {e}"
+        );
+    }
+}
+
+// ---- two-dimensional objectives ------------------------------------------
+
+#[differentiate]
+fn beale<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let (x, y) = (p[0], p[1]);
+    let c = |v: f64| T::from_f64(v).unwrap();
+    (c(1.5) - x + x * y).powi(2)
+        + (c(2.25) - x + x * y * y).powi(2)
+        + (c(2.625) - x + x * y.powi(3)).powi(2)
+}
+
+#[differentiate]
+fn booth<T>(p: &[T; 2]) -> T
+where
+    T: Float + FromPrimitive,
+{
+    let two = T::from_f64(2.0).unwrap();
+    (p[0] + two * p[1] - T::from_f64(7.0).unwrap()).powi(2)
+        + (two * p[0] + p[1] - T::from_f64(5.0).unwrap()).powi(2)
+}
+
+#[differentiate]
+fn bukin_n6<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let hundredth = T::from_f64(0.01).unwrap();
+    T::from_f64(100.0).unwrap() * (p[1] - hundredth * p[0] * p[0]).abs().sqrt()
+        + hundredth * (p[0] + T::from_f64(10.0).unwrap()).abs()
+}
+
+#[differentiate]
+fn cross_in_tray<T: Float + FromPrimitive + FloatConst>(p: &[T; 2]) -> T {
+    let radius = (p[0] * p[0] + p[1] * p[1]).sqrt();
+    let inner = (T::from_f64(100.0).unwrap() - radius / T::PI()).abs().exp();
+    -T::from_f64(0.0001).unwrap()
+        * ((p[0].sin() * p[1].sin() * inner).abs() + T::one()).powf(T::from_f64(0.1).unwrap())
+}
+
+#[differentiate]
+fn easom<T: Float + FloatConst>(p: &[T; 2]) -> T {
+    let (a, b) = (p[0] - T::PI(), p[1] - T::PI());
+    -p[0].cos() * p[1].cos() * (-a * a - b * b).exp()
+}
+
+#[differentiate]
+fn eggholder<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let shifted = p[1] + T::from_f64(47.0).unwrap();
+    -shifted
+        * (shifted + p[0] / T::from_f64(2.0).unwrap())
+            .abs()
+            .sqrt()
+            .sin()
+        - p[0] * (p[0] - shifted).abs().sqrt().sin()
+}
+
+#[differentiate]
+fn goldsteinprice<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let n = |v: f64| T::from_f64(v).unwrap();
+    let (x, y) = (p[0], p[1]);
+    let a = T::one()
+        + (x + y + T::one()).powi(2)
+            * (n(19.0) - n(14.0) * x + n(3.0) * x * x - n(14.0) * y
+                + n(6.0) * x * y
+                + n(3.0) * y * y);
+    let b = n(30.0)
+        + (n(2.0) * x - n(3.0) * y).powi(2)
+            * (n(18.0) - n(32.0) * x + n(12.0) * x * x + n(48.0) * y - n(36.0) * x * y
+                + n(27.0) * y * y);
+    a * b
+}
+
+#[differentiate]
+fn himmelblau<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let (x, y) = (p[0], p[1]);
+    (x * x + y - T::from(11.0).unwrap()).powi(2) + (x + y * y - T::from(7.0).unwrap()).powi(2)
+}
+
+#[differentiate]
+fn holder_table<T: Float + FloatConst>(p: &[T; 2]) -> T {
+    let radius = (p[0] * p[0] + p[1] * p[1]).sqrt();
+    -(p[0].sin() * p[1].cos() * (T::one() - radius / T::PI()).abs().exp()).abs()
+}
+
+/// As the crate computes it: the last factor is 1 + sin²(2πx₂).
+#[differentiate]
+fn levy_n13<T: Float + FromPrimitive + FloatConst>(p: &[T; 2]) -> T {
+    let pi = T::PI();
+    let (x, y) = (p[0], p[1]);
+    (T::from_f64(3.0).unwrap() * pi * x).sin().powi(2)
+        + (x - T::one()).powi(2) * (T::one() + (T::from_f64(3.0).unwrap() * pi * y).sin().powi(2))
+        + (y - T::one()).powi(2) * (T::one() + (T::from_f64(2.0).unwrap() * pi * y).sin().powi(2))
+}
+
+#[differentiate]
+fn matyas<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    T::from_f64(0.26).unwrap() * (p[0] * p[0] + p[1] * p[1])
+        - T::from_f64(0.48).unwrap() * p[0] * p[1]
+}
+
+#[differentiate]
+fn mccormick<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let (x, y) = (p[0], p[1]);
+    (x + y).sin() + (x - y).powi(2) - T::from_f64(1.5).unwrap() * x
+        + T::from_f64(2.5).unwrap() * y
+        + T::one()
+}
+
+#[differentiate]
+fn picheny<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let n = |v: f64| T::from_f64(v).unwrap();
+    let x = n(4.0) * p[0] - n(2.0);
+    let y = n(4.0) * p[1] - n(2.0);
+    let a = T::one()
+        + (x + y + T::one()).powi(2)
+            * (n(19.0) - n(14.0) * x + n(3.0) * x * x - n(14.0) * y
+                + n(6.0) * x * y
+                + n(3.0) * y * y);
+    let b = n(30.0)
+        + (n(2.0) * x - n(3.0) * y).powi(2)
+            * (n(18.0) - n(32.0) * x + n(12.0) * x * x + n(48.0) * y - n(36.0) * x * y
+                + n(27.0) * y * y);
+    ((a * b).log10() - n(8.693)) / n(2.427)
+}
+
+#[differentiate]
+fn schaffer_n2<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let half = T::from_f64(0.5).unwrap();
+    let (x2, y2) = (p[0] * p[0], p[1] * p[1]);
+    let scale = T::one() + T::from_f64(0.001).unwrap() * (x2 + y2);
+    half + ((x2 - y2).sin().powi(2) - half) / (scale * scale)
+}
+
+#[differentiate]
+fn schaffer_n4<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let half = T::from_f64(0.5).unwrap();
+    let (x2, y2) = (p[0] * p[0], p[1] * p[1]);
+    let scale = T::one() + T::from_f64(0.001).unwrap() * (x2 + y2);
+    half + ((x2 - y2).abs().sin().cos().powi(2) - half) / scale.powi(2)
+}
+
+#[differentiate]
+fn threehumpcamel<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
+    let (x, y) = (p[0], p[1]);
+    T::from_f64(2.0).unwrap() * x * x - T::from_f64(1.05).unwrap() * x.powi(4)
+        + x.powi(6) / T::from_f64(6.0).unwrap()
+        + x * y
+        + y * y
+}
+
+/// Points away from every objective's kinks (`abs`, `sqrt` at 0).
+const POINTS_2D: [[f64; 2]; 3] = [[0.7, -1.3], [1.9, 0.4], [-2.2, 2.7]];
+
+macro_rules! check_2d {
+    ($($f:ident, $derivative:path, $hessian:path;)*) => {$({
+        for p in POINTS_2D {
+            let what = format!("{} at {p:?}", stringify!($f));
+            let (value, g) = $f::value_and_grad(&p);
+            assert!((value - tf::$f(&p)).abs() <= 1e-12 * value.abs().max(1.0), "{what}: value");
+            assert_near(&g.p, &$derivative(&p), &format!("{what}: gradient"));
+            let h = $f::hessian(&p);
+            for (row, expected) in h.iter().zip($hessian(&p)) {
+                assert_near(&row.p, &expected, &format!("{what}: Hessian"));
+            }
+        }
+    })*};
+}
+
+#[test]
+fn two_dimensional_objectives() {
+    check_2d! {
+        beale, tf::beale_derivative, tf::beale_hessian;
+        booth, tf::booth_derivative, tf::booth_hessian;
+        bukin_n6, tf::bukin_n6_derivative, tf::bukin_n6_hessian;
+        cross_in_tray, tf::cross_in_tray_derivative, tf::cross_in_tray_hessian;
+        easom, tf::easom_derivative, tf::easom_hessian;
+        eggholder, tf::eggholder_derivative, tf::eggholder_hessian;
+        goldsteinprice, tf::goldsteinprice_derivative, tf::goldsteinprice_hessian;
+        himmelblau, tf::himmelblau_derivative, tf::himmelblau_hessian;
+        holder_table, tf::holder_table_derivative, tf::holder_table_hessian;
+        levy_n13, tf::levy_n13_derivative, tf::levy_n13_hessian;
+        matyas, tf::matyas_derivative, tf::matyas_hessian;
+        mccormick, tf::mccormick_derivative, tf::mccormick_hessian;
+        picheny, tf::picheny_derivative, tf::picheny_hessian;
+        schaffer_n2, tf::schaffer_n2_derivative, tf::schaffer_n2_hessian;
+        schaffer_n4, tf::schaffer_n4_derivative, tf::schaffer_n4_hessian;
+        threehumpcamel, tf::threehumpcamel_derivative, tf::threehumpcamel_hessian;
+    }
+}
+
+// ---- objectives of any dimension -----------------------------------------
+
+#[differentiate]
+pub fn ackley<T>(x: &[T]) -> T
+where
+    T: Float + FromPrimitive + FloatConst + Sum,
+{
+    ackley_abc(
+        x,
+        T::from_f64(20.0).unwrap(),
+        T::from_f64(0.2).unwrap(),
+        T::from_f64(2.0).unwrap() * T::PI(),
+    )
+}
+
+#[differentiate]
+pub fn ackley_abc<T>(x: &[T], a: T, b: T, c: T) -> T
+where
+    T: Float + FromPrimitive + FloatConst + Sum,
+{
+    let n = T::from_usize(x.len()).unwrap();
+    let squares = x.iter().map(|&v| v * v).sum::<T>();
+    let cosines = x.iter().map(|&v| (c * v).cos()).sum::<T>();
+    -a * (-b * (squares / n).sqrt()).exp() - (cosines / n).exp() + a + T::E()
+}
+
+/// As the crate computes it: the middle sum runs from the second element
+/// (its docs' formula from the first).
+#[differentiate]
+pub fn levy<T: Float + FromPrimitive + FloatConst>(x: &[T]) -> T {
+    let four = T::from_f64(4.0).unwrap();
+    let w = |v: T| T::one() + (v - T::one()) / four;
+    let d = x.len();
+    let mut total = (T::PI() * w(x[0])).sin().powi(2);
+    for i in 1..d - 1 {
+        let wi = w(x[i]);
+        total = total
+            + (wi - T::one()).powi(2)
+                * (T::one() + T::from_f64(10.0).unwrap() * (T::PI() * wi + T::one()).sin().powi(2));
+    }
+    let last = w(x[d - 1]);
+    total
+        + (last - T::one()).powi(2)
+            * (T::one() + (T::from(2.0).unwrap() * T::PI() * last).sin().powi(2))
+}
+
+#[differentiate]
+pub fn rastrigin<T: Float + FromPrimitive + FloatConst>(x: &[T]) -> T {
+    rastrigin_a(x, T::from_f64(10.0).unwrap())
+}
+
+#[differentiate]
+pub fn rastrigin_a<T: Float + FromPrimitive + FloatConst>(x: &[T], a: T) -> T {
+    let mut total = a * T::from_usize(x.len()).unwrap();
+    for &v in x {
+        total = total + v * v - a * (T::from_f64(2.0).unwrap() * T::PI() * v).cos();
+    }
+    total
+}
+
+#[differentiate]
+pub fn rosenbrock<T: Float + FromPrimitive>(x: &[T]) -> T {
+    rosenbrock_ab(x, T::one(), T::from_f64(100.0).unwrap())
+}
+
+#[differentiate]
+pub fn rosenbrock_ab<T: Float>(x: &[T], a: T, b: T) -> T {
+    let mut total = T::zero();
+    for i in 0..x.len() - 1 {
+        total = total + (a - x[i]).powi(2) + b * (x[i + 1] - x[i] * x[i]).powi(2);
+    }
+    total
+}
+
+#[differentiate]
+pub fn sphere<T: Float + Sum>(x: &[T]) -> T {
+    x.iter().map(|v| v.powi(2)).sum()
+}
+
+#[differentiate]
+pub fn styblinski_tang<T: Float + FromPrimitive>(x: &[T]) -> T {
+    let mut total = T::zero();
+    for &v in x {
+        total = total + v.powi(4) - T::from_i32(16).unwrap() * v * v + T::from_i32(5).unwrap() * v;
+    }
+    total / T::from_f64(2.0).unwrap()
+}
+
+#[differentiate]
+pub fn zero<T: Float>(x: &[T]) -> T {
+    let _ = x;
+    T::zero()
+}
+
+/// A point in n dimensions, inside every objective's usual domain.
+fn point(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| 0.6 * (1.3 * i as f64 + 0.4).sin() + 0.1)
+        .collect()
+}
+
+#[test]
+fn objectives_of_any_dimension() {
+    for n in [2, 10, 100] {
+        let x = point(n);
+        macro_rules! check {
+            ($f:ident ($($arg:expr),*), $derivative:expr, $hessian:expr) => {{
+                let what = format!("{}, n = {n}", stringify!($f));
+                let (value, g) = $f::value_and_grad(&x $(, $arg)*);
+                let expected = tf::$f(&x $(, $arg)*);
+                assert!(
+                    (value - expected).abs() <= 1e-12 * expected.abs().max(1.0),
+                    "{what}: value {value} vs {expected}"
+                );
+                assert_near(&g.x, &$derivative(&x $(, $arg)*), &what);
+                let h = $f::hessian(&x $(, $arg)*);
+                for (row, expected) in h.iter().zip($hessian(&x $(, $arg)*)) {
+                    assert_near(&row.x, &expected, &format!("{what}: Hessian"));
+                }
+            }};
+        }
+        check!(ackley(), tf::ackley_derivative, tf::ackley_hessian);
+        check!(
+            ackley_abc(18.0, 0.3, 5.0),
+            tf::ackley_abc_derivative,
+            tf::ackley_abc_hessian
+        );
+        check!(levy(), tf::levy_derivative, tf::levy_hessian);
+        check!(rastrigin(), tf::rastrigin_derivative, tf::rastrigin_hessian);
+        check!(
+            rastrigin_a(7.5),
+            tf::rastrigin_a_derivative,
+            tf::rastrigin_a_hessian
+        );
+        check!(
+            rosenbrock(),
+            tf::rosenbrock_derivative,
+            tf::rosenbrock_hessian
+        );
+        // The crate's `rosenbrock_ab_hessian` holds for a = 1 only.
+        check!(
+            rosenbrock_ab(1.0, 80.0),
+            tf::rosenbrock_ab_derivative,
+            tf::rosenbrock_ab_hessian
+        );
+        check!(sphere(), tf::sphere_derivative, tf::sphere_hessian);
+        check!(
+            styblinski_tang(),
+            tf::styblinski_tang_derivative,
+            tf::styblinski_tang_hessian
+        );
+        check!(zero(), tf::zero_derivative, tf::zero_hessian);
+    }
+}
+
+/// With a ≠ 1, `rosenbrock_ab`'s Hessian against central differences of the
+/// crate's gradient (h = 1e-5: truncation about h² times the third
+/// derivative, 1e-7 here; rounding 1e-16 · |f'| / h), and the derivatives
+/// with respect to a and b against their closed forms.
+#[test]
+fn rosenbrock_with_parameters() {
+    let x = point(10);
+    let (a, b) = (1.5, 80.0);
+    let g = rosenbrock_ab::grad(&x, a, b);
+    assert_near(&g.x, &tf::rosenbrock_ab_derivative(&x, a, b), "gradient");
+    let da: f64 = (0..9).map(|i| 2.0 * (a - x[i])).sum();
+    let db: f64 = (0..9).map(|i| (x[i + 1] - x[i] * x[i]).powi(2)).sum();
+    assert_near(&[g.a, g.b], &[da, db], "parameters");
+    let step = 1e-5;
+    // The rows of x (the Hessian also has rows for a and b).
+    for (i, row) in rosenbrock_ab::hessian(&x, a, b).iter().take(10).enumerate() {
+        let shifted = |s: f64| {
+            let mut y = x.clone();
+            y[i] += s;
+            tf::rosenbrock_ab_derivative(&y, a, b)
+        };
+        let fd: Vec<f64> = shifted(step)
+            .iter()
+            .zip(shifted(-step))
+            .map(|(u, d)| (u - d) / (2.0 * step))
+            .collect();
+        for (j, (h, f)) in row.x.iter().zip(&fd).enumerate() {
+            assert!(
+                (h - f).abs() <= 1e-5 * f.abs().max(1.0),
+                "H[{i}][{j}]: {h} vs {f}"
+            );
+        }
+    }
+}
+
+/// The functions stay generic: `f32` runs them as written.
+#[test]
+fn the_functions_stay_generic() {
+    let x: Vec<f32> = point(10).iter().map(|&v| v as f32).collect();
+    assert!((rosenbrock(&x) - tf::rosenbrock(&x)).abs() <= 1e-4 * tf::rosenbrock(&x));
+    assert!((ackley(&x) - tf::ackley(&x)).abs() <= 1e-4);
+    assert_eq!(beale(&[1.0f32, 0.5]), tf::beale(&[1.0f32, 0.5]));
+}
