@@ -62,6 +62,9 @@ fn bench_rosenbrock(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("deltad", n), &x, |b, x| {
             b.iter(|| rosenbrock::rosenbrock::grad(black_box(x)))
         });
+        g.bench_with_input(BenchmarkId::new("deltad-generic", n), &x, |b, x| {
+            b.iter(|| rosenbrock::rosenbrock_generic::grad(black_box(x)))
+        });
         g.bench_with_input(BenchmarkId::new("deltad-tape", n), &x, |b, x| {
             b.iter(|| rosenbrock::rosenbrock_tape::grad(black_box(x)))
         });

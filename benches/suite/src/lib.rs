@@ -22,11 +22,12 @@ use report::Row;
 /// (`deltad-plain-loops`: GMM without its `#[preaccumulate]` attribute.)
 /// (`deltad-tape`: the same function forced onto the tape, the engine deltad
 /// had before its compiled path.)
-pub const FUNCTIONS: [&str; 8] = [
+pub const FUNCTIONS: [&str; 9] = [
     "primal",
     "hand-written",
     "deltad",
     "deltad-plain-loops",
+    "deltad-generic",
     "deltad-tape",
     "reverse",
     "ad_trait",
@@ -34,10 +35,11 @@ pub const FUNCTIONS: [&str; 8] = [
 ];
 
 /// The ratios the summary reports.
-pub const RATIOS: [(&str, &str); 7] = [
+pub const RATIOS: [(&str, &str); 8] = [
     ("deltad", "primal"),
     ("deltad", "hand-written"),
     ("deltad-plain-loops", "hand-written"),
+    ("deltad-generic", "deltad"),
     ("deltad-tape", "deltad"),
     ("reverse", "deltad"),
     ("ad_trait", "deltad"),

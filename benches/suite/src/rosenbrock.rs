@@ -16,6 +16,19 @@ pub fn rosenbrock(x: &[f64]) -> f64 {
     s
 }
 
+/// The same function written generically over num-traits, as a library
+/// would (its derivatives are made of its copy for `f64`).
+#[differentiate]
+pub fn rosenbrock_generic<T: num_traits::Float + num_traits::FromPrimitive>(x: &[T]) -> T {
+    let mut s = T::zero();
+    for i in 0..x.len() - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = T::one() - x[i];
+        s = s + T::from_f64(100.0).unwrap() * a * a + b * b;
+    }
+    s
+}
+
 /// The same function on the tape (the engine before the compiled path).
 #[differentiate(tape)]
 pub fn rosenbrock_tape(x: &[f64]) -> f64 {
@@ -84,6 +97,12 @@ pub fn check() {
     let (deltad_value, g) = rosenbrock::value_and_grad(&x);
     assert!((deltad_value - value).abs() <= 1e-12 * value.abs());
     crate::assert_gradient("rosenbrock deltad", &g.x, &hand_grad, 1e-12);
+    crate::assert_gradient(
+        "rosenbrock deltad-generic",
+        &rosenbrock_generic::grad(&x).x,
+        &hand_grad,
+        1e-12,
+    );
     crate::assert_gradient(
         "rosenbrock deltad-tape",
         &rosenbrock_tape::grad(&x).x,
