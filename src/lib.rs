@@ -283,6 +283,47 @@ pub use deltad_runtime::{
 };
 pub use deltad_runtime::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
 
+/// A call of a function generic over its number type (num-traits' `Float`,
+/// ...) that `#[differentiate]` cannot see into, typically another crate's.
+///
+/// Inside a differentiated function, `deltad::generic!(f(x, 2.0))` runs `f`
+/// on deltad's dual values (which implement num-traits' `Float` family), so
+/// that its own arithmetic records the derivative: every real argument
+/// becomes the same dual type (constants too), slices of differentiated
+/// values and integers pass as they are, and the result is a real. The
+/// function then takes the tape (see the README's *Generic code*).
+/// Elsewhere, the macro is the call itself.
+///
+/// ```
+/// use num_traits::{Float, FromPrimitive};
+///
+/// // Another crate's function, generic over its number type.
+/// fn rosenbrock<T: Float + FromPrimitive>(x: &[T], a: T) -> T {
+///     let hundred = T::from_f64(100.0).unwrap();
+///     (0..x.len() - 1)
+///         .map(|i| (a - x[i]).powi(2) + hundred * (x[i + 1] - x[i] * x[i]).powi(2))
+///         .fold(T::zero(), |s, t| s + t)
+/// }
+///
+/// #[deltad::differentiate]
+/// fn loss(x: &[f64], scale: f64) -> f64 {
+///     scale * deltad::generic!(rosenbrock(x, 1.0))
+/// }
+///
+/// fn main() {
+///     let g = loss::grad(&[0.5, -0.3], 2.0);
+///     let expected = 2.0 * (-400.0 * 0.5 * (-0.3 - 0.25) - 2.0 * (1.0 - 0.5));
+///     assert!((g.x[0] - expected).abs() < 1e-12);
+///     assert_eq!(loss(&[1.0, 1.0], 2.0), 0.0);
+/// }
+/// ```
+#[macro_export]
+macro_rules! generic {
+    ($($call:tt)*) => {
+        $($call)*
+    };
+}
+
 /// Items used by the code `#[differentiate]` generates. Not part of the API.
 #[doc(hidden)]
 pub use deltad_runtime::__private;

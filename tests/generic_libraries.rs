@@ -1,9 +1,10 @@
 //! Code written generically over num-traits and not annotated, called on
 //! deltad's dual values through the closure entry points (`deltad::gradient`,
-//! `jvp`, `hvp`, `hessian`): every objective of `argmin_testfunctions` 0.3
-//! as the crate ships it, checked against the crate's own hand-written
-//! derivatives and Hessians (independent of deltad), at n = 2, 10 and 100
-//! where an objective takes a dimension, in f64 and f32.
+//! `jvp`, `hvp`, `hessian`) and from differentiated functions through
+//! `deltad::generic!`: every objective of `argmin_testfunctions` 0.3 as the
+//! crate ships it, checked against the crate's own hand-written derivatives
+//! and Hessians (independent of deltad), at n = 2, 10 and 100 where an
+//! objective takes a dimension, in f64 and f32.
 //!
 //! `cross_in_tray` is the one objective left out: it converts its inputs to
 //! `f64` (`param[0].into()`) and computes on those, so no dual number can
@@ -225,4 +226,159 @@ fn single_precision() {
     let q = [0.7f32, -1.3];
     let g = deltad::gradient(|x| tf::himmelblau(&[x[0], x[1]]), &q);
     assert_near(&g, &tf::himmelblau_derivative(&q), tol, "himmelblau");
+}
+
+// ---- the same, called from differentiated code through `deltad::generic!` ----
+
+/// A differentiated function per two-dimensional objective, calling the
+/// crate's function through `deltad::generic!`.
+macro_rules! through_generic_2d {
+    ($($f:ident, $derivative:path, $hessian:path;)*) => {
+        mod via_2d {
+            use super::*;
+            $(
+                #[deltad::differentiate]
+                pub fn $f(p: &[f64; 2]) -> f64 {
+                    deltad::generic!(tf::$f(p))
+                }
+            )*
+        }
+
+        #[test]
+        fn two_dimensional_objectives_called_from_differentiated_code() {
+            $(
+                for p in POINTS_2D {
+                    let what = format!("{} at {p:?} through generic!", stringify!($f));
+                    let (value, g) = via_2d::$f::value_and_grad(&p);
+                    assert_eq!(value, tf::$f(&p), "{what}: value");
+                    assert_near(&g.p, &$derivative(&p), TOL, &format!("{what}: gradient"));
+                    for (row, expected) in via_2d::$f::hessian(&p).iter().zip($hessian(&p)) {
+                        assert_near(&row.p, &expected, TOL, &format!("{what}: Hessian"));
+                    }
+                }
+            )*
+        }
+    };
+}
+
+through_generic_2d! {
+    beale, tf::beale_derivative, tf::beale_hessian;
+    booth, tf::booth_derivative, tf::booth_hessian;
+    bukin_n6, tf::bukin_n6_derivative, tf::bukin_n6_hessian;
+    easom, tf::easom_derivative, tf::easom_hessian;
+    eggholder, tf::eggholder_derivative, tf::eggholder_hessian;
+    goldsteinprice, tf::goldsteinprice_derivative, tf::goldsteinprice_hessian;
+    himmelblau, tf::himmelblau_derivative, tf::himmelblau_hessian;
+    holder_table, tf::holder_table_derivative, tf::holder_table_hessian;
+    levy_n13, tf::levy_n13_derivative, tf::levy_n13_hessian;
+    matyas, tf::matyas_derivative, tf::matyas_hessian;
+    mccormick, tf::mccormick_derivative, tf::mccormick_hessian;
+    picheny, tf::picheny_derivative, tf::picheny_hessian;
+    schaffer_n2, tf::schaffer_n2_derivative, tf::schaffer_n2_hessian;
+    schaffer_n4, tf::schaffer_n4_derivative, tf::schaffer_n4_hessian;
+    threehumpcamel, tf::threehumpcamel_derivative, tf::threehumpcamel_hessian;
+}
+
+/// Objectives of any dimension inside one differentiated function, with a
+/// differentiated parameter and constants passed to them.
+#[deltad::differentiate]
+fn mixture(x: &[f64], a: f64) -> f64 {
+    let shaped = deltad::generic!(tf::rosenbrock_ab(x, a, 100.0));
+    let mut total = shaped + 0.5 * deltad::generic!(tf::ackley(x));
+    total += deltad::generic!(tf::levy(x)) + deltad::generic!(tf::rastrigin_a(x, 7.5));
+    total += deltad::generic!(tf::sphere(x)) * deltad::generic!(tf::styblinski_tang(x));
+    total + deltad::generic!(tf::zero(x))
+}
+
+#[test]
+fn objectives_of_any_dimension_called_from_differentiated_code() {
+    for n in [2, 10, 100] {
+        let x = point(n);
+        let a = 1.0;
+        let (sphere, tang) = (tf::sphere(&x), tf::styblinski_tang(&x));
+        let (d_sphere, d_tang) = (
+            tf::sphere_derivative(&x),
+            tf::styblinski_tang_derivative(&x),
+        );
+        let parts = [
+            tf::rosenbrock_ab_derivative(&x, a, 100.0),
+            tf::ackley_derivative(&x).iter().map(|d| 0.5 * d).collect(),
+            tf::levy_derivative(&x),
+            tf::rastrigin_a_derivative(&x, 7.5),
+            d_sphere.iter().map(|d| d * tang).collect(),
+            d_tang.iter().map(|d| d * sphere).collect(),
+        ];
+        let expected: Vec<f64> = (0..n).map(|i| parts.iter().map(|p| p[i]).sum()).collect();
+        let g = mixture::grad(&x, a);
+        assert_near(&g.x, &expected, TOL, &format!("gradient, n = {n}"));
+        let da: f64 = (0..n - 1).map(|i| 2.0 * (a - x[i])).sum();
+        assert_near(&[g.a], &[da], TOL, &format!("derivative in a, n = {n}"));
+        let tangent = mixture::Grad {
+            x: (0..n).map(|i| (0.7 * i as f64).cos()).collect(),
+            a: 0.3,
+        };
+        let (_, along) = mixture::jvp(&x, a, &tangent);
+        let dot: f64 = g.x.iter().zip(&tangent.x).map(|(g, t)| g * t).sum::<f64>() + g.a * 0.3;
+        assert_near(&[along], &[dot], TOL, &format!("jvp, n = {n}"));
+        // Second order (on dual numbers): the Hessian's x block, with a = 1
+        // where the crate's `rosenbrock_ab_hessian` holds.
+        let h = mixture::hessian(&x, a);
+        let blocks = [
+            tf::rosenbrock_ab_hessian(&x, a, 100.0),
+            tf::ackley_hessian(&x),
+            tf::levy_hessian(&x),
+            tf::rastrigin_a_hessian(&x, 7.5),
+            tf::sphere_hessian(&x),
+            tf::styblinski_tang_hessian(&x),
+        ];
+        for i in 0..n {
+            let row: Vec<f64> = (0..n)
+                .map(|j| {
+                    blocks[0][i][j]
+                        + 0.5 * blocks[1][i][j]
+                        + blocks[2][i][j]
+                        + blocks[3][i][j]
+                        + blocks[4][i][j] * tang
+                        + d_sphere[i] * d_tang[j]
+                        + d_tang[i] * d_sphere[j]
+                        + blocks[5][i][j] * sphere
+                })
+                .collect();
+            assert_near(&h[i].x, &row, TOL, &format!("Hessian row {i}, n = {n}"));
+        }
+    }
+}
+
+/// A library's generic loss over parameters and data: the data (constant)
+/// and a constant scale go to it as dual constants of the same type.
+fn squared_error<T: num_traits::Float>(w: &[T], xs: &[T], ys: &[T], scale: T) -> T {
+    xs.iter().zip(ys).fold(T::zero(), |total, (&x, &y)| {
+        let r = w[0] + w[1] * x - y;
+        total + scale * r * r
+    })
+}
+
+#[deltad::differentiate]
+#[allow(clippy::ptr_arg)] // a `&Vec` of constants is passed on as such
+fn fit(w: &[f64], #[no_grad] xs: &[f64], #[no_grad] ys: &Vec<f64>, points: usize) -> f64 {
+    deltad::generic!(squared_error(w, &xs[..points], ys, 0.5)) / points as f64
+}
+
+#[test]
+fn constant_data_passed_to_generic_code() {
+    let xs = [0.0, 1.0, 2.0, 3.0];
+    let ys = vec![1.0, 2.5, 3.9, 6.1];
+    let w = [0.8, 1.6];
+    let g = fit::grad(&w, &xs, &ys, 4);
+    // ∂/∂w of (1/n) Σ ½ r², r = w0 + w1 x - y.
+    let r: Vec<f64> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| w[0] + w[1] * x - y)
+        .collect();
+    let expected = [
+        r.iter().sum::<f64>() / 4.0,
+        r.iter().zip(&xs).map(|(r, x)| r * x).sum::<f64>() / 4.0,
+    ];
+    assert_near(&g.w, &expected, TOL, "gradient");
 }

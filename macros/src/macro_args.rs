@@ -162,6 +162,7 @@ impl<'ast> Visit<'ast> for Builder<'_> {
                     .map(|args| MacroArgs::Exprs(args.into_iter().collect()))
             }
             MacroKind::Opaque => Ok(MacroArgs::Opaque),
+            MacroKind::Generic => parse_generic_call(mac),
         };
         match parsed {
             Ok(args) => {
@@ -210,4 +211,16 @@ pub(crate) fn parse_vec_args(input: ParseStream) -> syn::Result<MacroArgs> {
         items.push(input.parse()?);
     }
     Ok(MacroArgs::List(items))
+}
+
+/// The one call `deltad::generic!` takes: `f(args)` with `f` a path.
+fn parse_generic_call(mac: &Macro) -> syn::Result<MacroArgs> {
+    let call: Expr = mac.parse_body()?;
+    match &call {
+        Expr::Call(c) if matches!(&*c.func, Expr::Path(_)) => Ok(MacroArgs::Exprs(vec![call])),
+        _ => Err(syn::Error::new_spanned(
+            &call,
+            "`deltad::generic!` takes one call of a function generic over its number type: `deltad::generic!(f(x, 2.0))`",
+        )),
+    }
 }

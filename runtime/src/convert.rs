@@ -572,3 +572,185 @@ macro_rules! constant_grad_fields {
     )*};
 }
 constant_grad_fields!(f64 f32);
+
+/// An argument of a call through `deltad::generic!` (a function generic
+/// over its number type, called on dual values): every real becomes the
+/// same dual type (a machine float, or a buffer of them, constants), dual
+/// values and discrete values stay as they are. The converted arguments are
+/// held by the call site and passed on through [`GenericPass`].
+#[diagnostic::on_unimplemented(
+    message = "`deltad::generic!` cannot pass `{Self}` to a function generic over its number type",
+    label = "this argument",
+    note = "it passes reals, slices, `Vec`s and arrays of reals (differentiated or constant), and integers or `bool`s"
+)]
+pub trait GenericArg<'t, S> {
+    /// What the call site holds.
+    type Output: GenericPass;
+    /// Converts.
+    fn generic_arg(self) -> Self::Output;
+}
+
+/// Converts an argument of a call through `deltad::generic!` on `tape`'s
+/// scalar type (the tape only fixes the type).
+#[inline(always)]
+pub fn generic_arg<'t, S: Scalar, T: GenericArg<'t, S>>(_tape: &'t Tape<S>, value: T) -> T::Output {
+    value.generic_arg()
+}
+
+/// What a converted argument of `deltad::generic!` gives the function: a
+/// dual value, or a borrow of a buffer of them.
+pub trait GenericPass {
+    /// The argument as the function takes it.
+    type Passed<'b>
+    where
+        Self: 'b;
+    /// Passes it.
+    fn pass(&self) -> Self::Passed<'_>;
+}
+
+impl<'t, S: Scalar> GenericArg<'t, S> for Real<'t, S> {
+    type Output = Real<'t, S>;
+    #[inline(always)]
+    fn generic_arg(self) -> Real<'t, S> {
+        self
+    }
+}
+
+impl<'t, S: Scalar> GenericArg<'t, S> for &Real<'t, S> {
+    type Output = Real<'t, S>;
+    #[inline(always)]
+    fn generic_arg(self) -> Real<'t, S> {
+        *self
+    }
+}
+
+impl<'a, 't, S: Scalar> GenericArg<'t, S> for &'a [Real<'t, S>] {
+    type Output = &'a [Real<'t, S>];
+    #[inline(always)]
+    fn generic_arg(self) -> &'a [Real<'t, S>] {
+        self
+    }
+}
+
+impl<'a, 't, S: Scalar> GenericArg<'t, S> for &'a Vec<Real<'t, S>> {
+    type Output = &'a [Real<'t, S>];
+    #[inline(always)]
+    fn generic_arg(self) -> &'a [Real<'t, S>] {
+        self
+    }
+}
+
+impl<'a, 't, S: Scalar, const N: usize> GenericArg<'t, S> for &'a [Real<'t, S>; N] {
+    type Output = &'a [Real<'t, S>; N];
+    #[inline(always)]
+    fn generic_arg(self) -> &'a [Real<'t, S>; N] {
+        self
+    }
+}
+
+macro_rules! generic_machine_float {
+    ($($p:ident)*) => {$(
+        impl<'t, S: Scalar<Prim = $p> + 't> GenericArg<'t, S> for $p {
+            type Output = Real<'t, S>;
+            #[inline(always)]
+            fn generic_arg(self) -> Real<'t, S> {
+                Real::from_prim(self)
+            }
+        }
+        /// Constants, as dual values the call site holds.
+        impl<'t, S: Scalar<Prim = $p> + 't> GenericArg<'t, S> for &[$p] {
+            type Output = Vec<Real<'t, S>>;
+            fn generic_arg(self) -> Vec<Real<'t, S>> {
+                self.iter().map(|&v| Real::from_prim(v)).collect()
+            }
+        }
+        impl<'t, S: Scalar<Prim = $p> + 't> GenericArg<'t, S> for &Vec<$p> {
+            type Output = Vec<Real<'t, S>>;
+            fn generic_arg(self) -> Vec<Real<'t, S>> {
+                self.iter().map(|&v| Real::from_prim(v)).collect()
+            }
+        }
+        impl<'t, S: Scalar<Prim = $p> + 't, const N: usize> GenericArg<'t, S> for &[$p; N] {
+            type Output = [Real<'t, S>; N];
+            fn generic_arg(self) -> [Real<'t, S>; N] {
+                self.map(Real::from_prim)
+            }
+        }
+    )*};
+}
+generic_machine_float!(f64 f32);
+
+macro_rules! generic_discrete {
+    ($($t:ty),*) => {$(
+        impl<'t, S> GenericArg<'t, S> for $t {
+            type Output = $t;
+            #[inline(always)]
+            fn generic_arg(self) -> $t {
+                self
+            }
+        }
+        impl GenericPass for $t {
+            type Passed<'b> = $t;
+            #[inline(always)]
+            fn pass(&self) -> $t {
+                *self
+            }
+        }
+    )*};
+}
+generic_discrete!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, bool);
+
+impl<'t, S: Scalar> GenericPass for Real<'t, S> {
+    type Passed<'b>
+        = Real<'t, S>
+    where
+        Self: 'b;
+    #[inline(always)]
+    fn pass(&self) -> Real<'t, S> {
+        *self
+    }
+}
+
+impl<'a, 't, S: Scalar> GenericPass for &'a [Real<'t, S>] {
+    type Passed<'b>
+        = &'a [Real<'t, S>]
+    where
+        Self: 'b;
+    #[inline(always)]
+    fn pass(&self) -> &'a [Real<'t, S>] {
+        self
+    }
+}
+
+impl<'a, 't, S: Scalar, const N: usize> GenericPass for &'a [Real<'t, S>; N] {
+    type Passed<'b>
+        = &'a [Real<'t, S>; N]
+    where
+        Self: 'b;
+    #[inline(always)]
+    fn pass(&self) -> &'a [Real<'t, S>; N] {
+        self
+    }
+}
+
+impl<'t, S: Scalar> GenericPass for Vec<Real<'t, S>> {
+    type Passed<'b>
+        = &'b [Real<'t, S>]
+    where
+        Self: 'b;
+    #[inline(always)]
+    fn pass(&self) -> &[Real<'t, S>] {
+        self
+    }
+}
+
+impl<'t, S: Scalar, const N: usize> GenericPass for [Real<'t, S>; N] {
+    type Passed<'b>
+        = &'b [Real<'t, S>; N]
+    where
+        Self: 'b;
+    #[inline(always)]
+    fn pass(&self) -> &[Real<'t, S>; N] {
+        self
+    }
+}

@@ -1224,6 +1224,22 @@ impl Analyzer<'_> {
                 self.expr(len);
                 Shape::elems(self.expr(elem))
             }
+            // A real, differentiated if any argument is.
+            (MacroKind::Generic, MacroArgs::Exprs(items)) => {
+                let mut active = false;
+                for item in items {
+                    if let Expr::Call(call) = item {
+                        for arg in &call.args {
+                            active |= self.expr(arg).is_active();
+                        }
+                    }
+                }
+                if active {
+                    Shape::Real
+                } else {
+                    Shape::Inactive
+                }
+            }
             (kind, MacroArgs::Exprs(items)) => {
                 let shapes: Vec<Shape> = items.iter().map(|item| self.expr(item)).collect();
                 let is_dbg = mac.path.is_ident("dbg");

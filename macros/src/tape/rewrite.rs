@@ -878,6 +878,29 @@ impl<'a> Rewriter<'a> {
                     }
                 }
             }
+            MacroArgs::Exprs(items) if call.kind == MacroKind::Generic => {
+                // The callee is generic over its number type: every real
+                // argument becomes the same dual type (constants too, held
+                // here while the call borrows them).
+                for item in items.iter_mut() {
+                    let Expr::Call(generic_call) = item else {
+                        continue;
+                    };
+                    for arg in generic_call.args.iter_mut() {
+                        self.expr(arg, None);
+                    }
+                    let span = generic_call.span();
+                    let func = &generic_call.func;
+                    let args = generic_call.args.iter();
+                    let held = syn::Ident::new("__deltad_generic_args", Span::mixed_site());
+                    let indices = (0..generic_call.args.len()).map(syn::Index::from);
+                    let tape = &self.names.tape;
+                    *item = self.gen_expr(quote_spanned!(span=> {
+                        let #held = (#(::deltad::__private::generic_arg(#tape, #args),)*);
+                        #func(#(::deltad::__private::GenericPass::pass(&#held.#indices)),*)
+                    }));
+                }
+            }
             MacroArgs::Exprs(items) => {
                 for item in items.iter_mut() {
                     self.expr(item, None);

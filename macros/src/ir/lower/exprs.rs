@@ -181,6 +181,12 @@ impl Lowerer {
                         "`vec![..]` is on the compiled path only as the value of a `let`",
                     ));
                 }
+                if name == "generic" {
+                    return Err(Unsupported::new(
+                        span,
+                        "calls through `deltad::generic!` are not on the compiled path yet",
+                    ));
+                }
                 self.opaque(expr)
             }
             SynExpr::Closure(_) => Err(Unsupported::new(
