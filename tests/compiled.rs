@@ -1970,3 +1970,29 @@ fn one_input_with_singular_methods_is_forward_mode_checked() {
     let tangent = one_input_checked::Grad { x: 1.0 };
     assert!(one_input_checked::jvp(1.0, &tangent).1.is_nan());
 }
+
+/// A `.sum()`/`.product()` without a turbofish whose type only a later use
+/// fixes (the value returned), as rustc infers it: of the function's float,
+/// on both engines.
+#[differentiate]
+fn reduced_untyped(x: &[f64]) -> f64 {
+    let s = x.iter().sum();
+    s
+}
+
+#[differentiate]
+fn reduced_untyped_on_tape(x: &[f64], w: f64) -> f64 {
+    let p: f64;
+    p = x.iter().filter(|v| **v > 0.0).product();
+    w * p
+}
+
+#[test]
+fn reductions_typed_by_a_later_use() {
+    let x = [1.5, 2.0, -0.5, 3.0];
+    assert_eq!(reduced_untyped::grad(&x).x, vec![1.0; 4]);
+    let g = reduced_untyped_on_tape::grad(&x, 3.0);
+    // w·Π of the positive elements: 3 · (1.5 · 2 · 3).
+    assert_eq!(g.x, vec![3.0 * 6.0, 3.0 * 4.5, 0.0, 3.0 * 3.0]);
+    assert_eq!(g.w, 9.0);
+}

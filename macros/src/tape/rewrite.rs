@@ -809,6 +809,19 @@ impl<'a> Rewriter<'a> {
             ));
             return;
         }
+        // A differentiated `.sum()`/`.product()` without a turbofish is of
+        // the function's float (as rustc infers it wherever the plain code
+        // compiles): its dual type, so that nothing is left to infer.
+        if (name == "sum" || name == "product")
+            && call.args.is_empty()
+            && call.turbofish.is_none()
+            && call_shape == Shape::Real
+        {
+            let mut real = self.names.real_type();
+            set_span(&mut real, call.method.span());
+            call.turbofish = Some(syn::parse_quote!(::<#real>));
+            return;
+        }
         if (methods::REDUCE.contains(&name) || name == "collect") && call_shape.is_active() {
             if let Some(turbofish) = &mut call.turbofish {
                 for arg in &mut turbofish.args {

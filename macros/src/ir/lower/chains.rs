@@ -119,8 +119,19 @@ impl Lowerer {
                     },
                     _ => None,
                 };
-                let Some(float) = float else {
-                    return Ok(None);
+                // Without a turbofish, a reduction of a buffer's elements
+                // (filtered or not) is of the function's float, as rustc
+                // infers it wherever the code compiles (`Sum<&f64>` is
+                // implemented for `f64` alone).
+                let float = match float {
+                    Some(float) => float,
+                    None if call.turbofish.is_none()
+                        && self.reduces_elements(&call.receiver)? =>
+                    {
+                        let float = self.precision.ident(call.method.span());
+                        syn::parse_quote!(#float)
+                    }
+                    None => return Ok(None),
                 };
                 if name == "sum" {
                     Reduction::Sum(float)
@@ -143,6 +154,22 @@ impl Lowerer {
             return Ok(None);
         };
         self.lower_chain(chain, reduction, span, out).map(Some)
+    }
+
+    /// True if the chain ending at `expr` yields a buffer's elements
+    /// themselves (reals: `x.iter()`, `x.iter().copied()`, filtered).
+    fn reduces_elements(&mut self, expr: &SynExpr) -> Lowered<bool> {
+        let Some(chain) = self.parse_chain(expr)? else {
+            return Ok(false);
+        };
+        // (A buffer that may hold differentiated values: of the function's
+        // float; a constant one may be of another.)
+        Ok(matches!(&chain.source, Source::Buffers(buffers)
+                if buffers.len() == 1 && !self.plain.contains(&buffers[0]))
+            && chain
+                .adapters
+                .iter()
+                .all(|a| matches!(a, Adapter::Filter(_))))
     }
 
     /// A function argument: a closure literal, a closure variable, or a
