@@ -13,6 +13,10 @@
 //! (tests/ui/generic_code_leaving_its_number_type.rs).
 
 use argmin_testfunctions as tf;
+
+#[macro_use]
+#[path = "common/objectives.rs"]
+mod objectives;
 use deltad::Real;
 
 /// Agreement to `tol · max(1, |expected|)` per entry: the crate's formulas
@@ -61,23 +65,7 @@ macro_rules! check_2d {
 
 #[test]
 fn two_dimensional_objectives_match_their_hand_written_derivatives() {
-    check_2d! {
-        beale, tf::beale_derivative, tf::beale_hessian;
-        booth, tf::booth_derivative, tf::booth_hessian;
-        bukin_n6, tf::bukin_n6_derivative, tf::bukin_n6_hessian;
-        easom, tf::easom_derivative, tf::easom_hessian;
-        eggholder, tf::eggholder_derivative, tf::eggholder_hessian;
-        goldsteinprice, tf::goldsteinprice_derivative, tf::goldsteinprice_hessian;
-        himmelblau, tf::himmelblau_derivative, tf::himmelblau_hessian;
-        holder_table, tf::holder_table_derivative, tf::holder_table_hessian;
-        levy_n13, tf::levy_n13_derivative, tf::levy_n13_hessian;
-        matyas, tf::matyas_derivative, tf::matyas_hessian;
-        mccormick, tf::mccormick_derivative, tf::mccormick_hessian;
-        picheny, tf::picheny_derivative, tf::picheny_hessian;
-        schaffer_n2, tf::schaffer_n2_derivative, tf::schaffer_n2_hessian;
-        schaffer_n4, tf::schaffer_n4_derivative, tf::schaffer_n4_hessian;
-        threehumpcamel, tf::threehumpcamel_derivative, tf::threehumpcamel_hessian;
-    }
+    objectives_2d!(check_2d);
 }
 
 /// A point in n dimensions, inside every objective's usual domain.
@@ -95,78 +83,56 @@ fn check_rows(actual: &[Vec<f64>], expected: &[Vec<f64>], what: &str) {
     }
 }
 
+/// A constant of the closure's number type (on any tape).
+fn c<'t, S: deltad::Scalar>(value: S::Prim) -> Real<'t, S> {
+    Real::from_prim(value)
+}
+
 #[test]
 fn objectives_of_any_dimension_match_their_hand_written_derivatives() {
     for n in [2, 10, 100] {
         let p = point(n);
         let what = |f: &str| format!("{f}, n = {n}");
         macro_rules! check {
-            ($name:literal, $f:expr, $derivative:expr, $hessian:expr) => {{
-                let g = deltad::gradient($f, &p);
-                assert_near(&g, &$derivative(&p), TOL, &what($name));
-                check_rows(&deltad::hessian($f, &p), &$hessian(&p), &what($name));
-            }};
+            ($($f:ident, $derivative:path, $hessian:path;)*) => {$({
+                let g = deltad::gradient(|x| tf::$f(x), &p);
+                assert_near(&g, &$derivative(&p), TOL, &what(stringify!($f)));
+                let h = deltad::hessian(|x| tf::$f(x), &p);
+                check_rows(&h, &$hessian(&p), &what(stringify!($f)));
+            })*};
         }
-        check!(
-            "ackley",
-            |x| tf::ackley(x),
-            tf::ackley_derivative,
-            tf::ackley_hessian
-        );
-        check!(
-            "levy",
-            |x| tf::levy(x),
-            tf::levy_derivative,
-            tf::levy_hessian
-        );
-        check!(
-            "rastrigin",
-            |x| tf::rastrigin(x),
-            tf::rastrigin_derivative,
-            tf::rastrigin_hessian
-        );
-        check!(
-            "rosenbrock",
-            |x| tf::rosenbrock(x),
-            tf::rosenbrock_derivative,
-            tf::rosenbrock_hessian
-        );
-        check!(
-            "sphere",
-            |x| tf::sphere(x),
-            tf::sphere_derivative,
-            tf::sphere_hessian
-        );
-        check!(
-            "styblinski_tang",
-            |x| tf::styblinski_tang(x),
-            tf::styblinski_tang_derivative,
-            tf::styblinski_tang_hessian
-        );
-        check!(
-            "zero",
-            |x| tf::zero(x),
-            tf::zero_derivative,
-            tf::zero_hessian
-        );
+        check! {
+            ackley, tf::ackley_derivative, tf::ackley_hessian;
+            levy, tf::levy_derivative, tf::levy_hessian;
+            rastrigin, tf::rastrigin_derivative, tf::rastrigin_hessian;
+            rosenbrock, tf::rosenbrock_derivative, tf::rosenbrock_hessian;
+            sphere, tf::sphere_derivative, tf::sphere_hessian;
+            styblinski_tang, tf::styblinski_tang_derivative, tf::styblinski_tang_hessian;
+            zero, tf::zero_derivative, tf::zero_hessian;
+        }
         // The variants with parameters, as constants of the closure.
-        check!(
-            "ackley_abc",
-            |x| tf::ackley_abc(
-                x,
-                Real::from_prim(18.0),
-                Real::from_prim(0.3),
-                Real::from_prim(5.0)
-            ),
-            |p: &[f64]| tf::ackley_abc_derivative(p, 18.0, 0.3, 5.0),
-            |p: &[f64]| tf::ackley_abc_hessian(p, 18.0, 0.3, 5.0)
+        let g = deltad::gradient(|x| tf::ackley_abc(x, c(18.0), c(0.3), c(5.0)), &p);
+        assert_near(
+            &g,
+            &tf::ackley_abc_derivative(&p, 18.0, 0.3, 5.0),
+            TOL,
+            &what("ackley_abc"),
         );
-        check!(
-            "rastrigin_a",
-            |x| tf::rastrigin_a(x, Real::from_prim(7.5)),
-            |p: &[f64]| tf::rastrigin_a_derivative(p, 7.5),
-            |p: &[f64]| tf::rastrigin_a_hessian(p, 7.5)
+        let h = deltad::hessian(|x| tf::ackley_abc(x, c(18.0), c(0.3), c(5.0)), &p);
+        check_rows(
+            &h,
+            &tf::ackley_abc_hessian(&p, 18.0, 0.3, 5.0),
+            &what("ackley_abc"),
         );
+        let g = deltad::gradient(|x| tf::rastrigin_a(x, c(7.5)), &p);
+        assert_near(
+            &g,
+            &tf::rastrigin_a_derivative(&p, 7.5),
+            TOL,
+            &what("rastrigin_a"),
+        );
+        let h = deltad::hessian(|x| tf::rastrigin_a(x, c(7.5)), &p);
+        check_rows(&h, &tf::rastrigin_a_hessian(&p, 7.5), &what("rastrigin_a"));
     }
 }
 
@@ -261,23 +227,7 @@ macro_rules! through_generic_2d {
     };
 }
 
-through_generic_2d! {
-    beale, tf::beale_derivative, tf::beale_hessian;
-    booth, tf::booth_derivative, tf::booth_hessian;
-    bukin_n6, tf::bukin_n6_derivative, tf::bukin_n6_hessian;
-    easom, tf::easom_derivative, tf::easom_hessian;
-    eggholder, tf::eggholder_derivative, tf::eggholder_hessian;
-    goldsteinprice, tf::goldsteinprice_derivative, tf::goldsteinprice_hessian;
-    himmelblau, tf::himmelblau_derivative, tf::himmelblau_hessian;
-    holder_table, tf::holder_table_derivative, tf::holder_table_hessian;
-    levy_n13, tf::levy_n13_derivative, tf::levy_n13_hessian;
-    matyas, tf::matyas_derivative, tf::matyas_hessian;
-    mccormick, tf::mccormick_derivative, tf::mccormick_hessian;
-    picheny, tf::picheny_derivative, tf::picheny_hessian;
-    schaffer_n2, tf::schaffer_n2_derivative, tf::schaffer_n2_hessian;
-    schaffer_n4, tf::schaffer_n4_derivative, tf::schaffer_n4_hessian;
-    threehumpcamel, tf::threehumpcamel_derivative, tf::threehumpcamel_hessian;
-}
+objectives_2d!(through_generic_2d);
 
 /// Objectives of any dimension inside one differentiated function, with a
 /// differentiated parameter and constants passed to them.
