@@ -1996,3 +1996,33 @@ fn reductions_typed_by_a_later_use() {
     assert_eq!(g.x, vec![3.0 * 6.0, 3.0 * 4.5, 0.0, 3.0 * 3.0]);
     assert_eq!(g.w, 9.0);
 }
+
+/// Conversions into the float (`f64::from`, `.into()`, `as`) keep a
+/// differentiated value's derivative, on both engines.
+#[differentiate]
+fn converted(x: f64, v: &[f64], k: u32) -> f64 {
+    let y: f64 = x.into();
+    let z = x as f64;
+    let w = f64::from(v[0]) + f64::from(k) + f64::from(0.5f32);
+    y * z + w * x
+}
+
+#[differentiate(tape)]
+fn converted_on_tape(x: f64, v: &[f64], k: u32) -> f64 {
+    let y: f64 = x.into();
+    let z = x as f64;
+    let w = f64::from(v[0]) + f64::from(k) + f64::from(0.5f32);
+    y * z + w * x
+}
+
+#[test]
+fn conversions_into_the_float_keep_derivatives() {
+    let (x, v, k) = (3.0, [2.0], 4);
+    // ∂/∂x = 2x + w, ∂/∂v₀ = x, with w = v₀ + k + 0.5.
+    let expected = (2.0 * x + (v[0] + 4.0 + 0.5), x);
+    let g = converted::grad(x, &v, k);
+    assert_eq!((g.x, g.v[0]), expected);
+    let g = converted_on_tape::grad(x, &v, k);
+    assert_eq!((g.x, g.v[0]), expected);
+    assert_eq!(converted(x, &v, k), 9.0 + 6.5 * 3.0);
+}

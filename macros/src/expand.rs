@@ -73,6 +73,10 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
             }
         }
     };
+    // (Emitted as written; derivatives of the copy with its conversions
+    // into the float written as casts.)
+    let generic_original = generic_original.or_else(|| Some(function.clone()));
+    crate::conversions::as_casts(&mut function);
     let primal_name = syn::Ident::new("__deltad_primal", Span::call_site());
     let mut primal_copy = function.clone();
     primal_copy.sig.ident = primal_name.clone();
@@ -91,7 +95,7 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
         method: None,
     };
     let (module, signature_ok) = derivatives(&target, &no_grad, options, errors);
-    let generic = generic_original.is_some();
+    let generic = !number_params.is_empty();
     let mut emitted = generic_original.unwrap_or_else(|| function.clone());
     crate::syntax::strip_markers(&mut emitted.block);
     let original = emit::original(&emitted);

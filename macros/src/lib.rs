@@ -5,6 +5,7 @@ mod analyze;
 #[cfg(test)]
 mod big_function;
 mod check;
+mod conversions;
 mod derive;
 mod emit;
 mod errors;

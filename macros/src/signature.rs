@@ -368,7 +368,7 @@ pub(crate) fn analyze(item: &ItemFn, no_grad: &[bool], errors: &Errors) -> Optio
                     param = ty.ident,
                 ),
             ),
-            GenericParam::Type(ty) => reject(ty, "deltad cannot differentiate generic functions yet: type parameters are not supported, except functions `F: Fn(..)` (lifetime and const parameters are)"),
+            GenericParam::Type(ty) => reject(ty, &format!("deltad cannot differentiate functions generic over this type: type parameters are supported for functions (`F: Fn(..)`) and for the function's number type (bounded by num-traits' `Float`, `FloatConst`, `FromPrimitive`, ... or simba's `RealField`); lifetime and const parameters are too. Write the function for the type it is used with, or bound `{param}` by `num_traits::Float` if it is the number type", param = ty.ident)),
         }
     }
 
