@@ -298,3 +298,34 @@ fn dot_is_one_binding_with_a_term_per_element() {
 fn unsupported_operations_are_compile_errors() {
     trybuild::TestCases::new().compile_fail("tests/ui_linalg/nalgebra-*.rs");
 }
+
+/// A function written generically over nalgebra's `RealField`, as nalgebra
+/// code is: its derivatives are made of its copy for `f64` (simba's
+/// constants such as `T::pi()` become the `f64` ones), and it stays generic.
+#[differentiate]
+fn generic_energy<T: deltad::nalgebra::RealField + Copy>(
+    x: &DVector<T>,
+    #[no_grad] a: &DMatrix<T>,
+) -> T {
+    let ax = a * x;
+    x.dot(&ax) * T::from_f64(0.5).unwrap() + (x.norm() / T::pi()).sin()
+}
+
+#[test]
+fn functions_generic_over_real_field() {
+    let x = DVector::from_vec(vec![0.5, -0.3, 1.2]);
+    let a = DMatrix::from_row_slice(3, 3, &[2.0, 0.1, 0.0, 0.1, 3.0, 0.2, 0.0, 0.2, 1.5]);
+    let g = generic_energy::grad(&x, &a).x;
+    // ∇(½ xᵀAx + sin(|x|/π)) = A x + cos(|x|/π) x / (π |x|) for symmetric A.
+    let norm = x.norm();
+    let pi = std::f64::consts::PI;
+    let expected = &a * &x + &x * ((norm / pi).cos() / (pi * norm));
+    assert_close(g.as_slice(), expected.as_slice(), "gradient");
+    let fd = finite_difference(
+        |v| generic_energy(&DVector::from_column_slice(v), &a),
+        x.as_slice(),
+    );
+    assert_close(g.as_slice(), &fd, "finite differences");
+    let small = generic_energy(&x.map(|v| v as f32), &a.map(|v| v as f32));
+    assert!((f64::from(small) - generic_energy(&x, &a)).abs() < 1e-5);
+}

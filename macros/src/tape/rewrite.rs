@@ -816,6 +816,7 @@ impl<'a> Rewriter<'a> {
             && call.args.is_empty()
             && call.turbofish.is_none()
             && call_shape == Shape::Real
+            && !methods::is_array_shape(&receiver)
         {
             let mut real = self.names.real_type();
             set_span(&mut real, call.method.span());
