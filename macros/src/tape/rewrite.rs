@@ -816,7 +816,7 @@ impl<'a> Rewriter<'a> {
             && call.args.is_empty()
             && call.turbofish.is_none()
             && call_shape == Shape::Real
-            && !methods::is_array_shape(&receiver)
+            && is_iterator_chain(&call.receiver)
         {
             let mut real = self.names.real_type();
             set_span(&mut real, call.method.span());
@@ -1085,6 +1085,24 @@ fn take(expr: &mut Expr) -> Expr {
 
 /// Replaces the function's float type by the dual value type in the parts of
 /// `ty` that `shape` says are active.
+/// True if `expr` is a chain of iterator methods started by `iter()` (or a
+/// sibling) or by a range: an iterator of the standard library, whose
+/// `sum`/`product` take the accumulator's type (nalgebra's and ndarray's
+/// `sum()` on a vector take none).
+fn is_iterator_chain(expr: &Expr) -> bool {
+    match expr {
+        Expr::Paren(inner) => is_iterator_chain(&inner.expr),
+        Expr::Range(_) => true,
+        Expr::MethodCall(call) => {
+            matches!(
+                call.method.to_string().as_str(),
+                "iter" | "into_iter" | "iter_mut" | "windows" | "chunks" | "chunks_exact"
+            ) || is_iterator_chain(&call.receiver)
+        }
+        _ => false,
+    }
+}
+
 pub(crate) fn rewrite_type(ty: &mut Type, shape: &Shape, names: &Names) {
     if !shape.is_active() {
         return;
