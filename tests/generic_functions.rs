@@ -395,3 +395,37 @@ fn the_functions_stay_generic() {
     assert!((ackley(&x) - tf::ackley(&x)).abs() <= 1e-4);
     assert_eq!(beale(&[1.0f32, 0.5]), tf::beale(&[1.0f32, 0.5]));
 }
+
+/// A method generic over its number type, on a differentiated receiver.
+#[derive(deltad::Differentiable, Clone, Debug, PartialEq)]
+pub struct Spring {
+    pub stiffness: f64,
+    pub rest: f64,
+}
+
+#[differentiate]
+impl Spring {
+    pub fn energy<T: Float + FromPrimitive>(&self, x: T) -> T {
+        let stretch = x - T::from_f64(self.rest).unwrap();
+        T::from_f64(0.5).unwrap() * T::from_f64(self.stiffness).unwrap() * stretch.powi(2)
+    }
+}
+
+#[test]
+fn generic_methods() {
+    let s = Spring {
+        stiffness: 3.0,
+        rest: 0.5,
+    };
+    let g = spring_energy::grad(&s, 2.0);
+    // E = ½ k (x − r)²: ∂E/∂k = ½(x − r)², ∂E/∂r = −k(x − r), ∂E/∂x = k(x − r).
+    assert_eq!(g.x, 3.0 * 1.5);
+    assert_eq!(
+        g.self_,
+        Spring {
+            stiffness: 0.5 * 1.5 * 1.5,
+            rest: -3.0 * 1.5
+        }
+    );
+    assert_eq!(s.energy(2.0f32), 0.5 * 3.0 * 1.5 * 1.5);
+}

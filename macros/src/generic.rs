@@ -30,7 +30,7 @@ pub(crate) fn number_params(sig: &syn::Signature) -> Vec<Ident> {
 }
 
 /// True if the type parameter `ty` is bounded by a number trait.
-pub(crate) fn is_number_type_param(sig: &syn::Signature, ty: &syn::TypeParam) -> bool {
+fn is_number_type_param(sig: &syn::Signature, ty: &syn::TypeParam) -> bool {
     let numeric = |bounds: &syn::punctuated::Punctuated<TypeParamBound, syn::Token![+]>| {
         bounds.iter().any(|bound| match bound {
             TypeParamBound::Trait(t) => t

@@ -64,6 +64,20 @@ pub(crate) fn expand(block: ItemImpl, errors: &Errors) -> TokenStream {
         else {
             continue;
         };
+        // A method generic over its number type: its derivatives are made
+        // of its copy for `f64`, as for a free function.
+        let number_params = crate::generic::number_params(&function.sig);
+        let function = if number_params.is_empty() {
+            function
+        } else {
+            match crate::generic::for_f64(&function, &number_params) {
+                Ok(copy) => copy,
+                Err(error) => {
+                    errors.at_span(error.span(), error.to_string());
+                    continue;
+                }
+            }
+        };
         let method_name = &method.sig.ident;
         let module = format_ident!(
             "{}_{}",

@@ -360,14 +360,6 @@ pub(crate) fn analyze(item: &ItemFn, no_grad: &[bool], errors: &Errors) -> Optio
             GenericParam::Type(ty) if function_types.contains_key(&ty.ident.to_string()) => {
                 function_generics.push(param.clone())
             }
-            GenericParam::Type(ty) if crate::generic::is_number_type_param(sig, ty) => reject(
-                ty,
-                &format!(
-                    "deltad cannot differentiate methods generic over their number type yet (free functions it can): write `{name}` for `f64` (replace `{param}` by `f64`), or make it a free function",
-                    name = sig.ident,
-                    param = ty.ident,
-                ),
-            ),
             GenericParam::Type(ty) => reject(ty, &format!("deltad cannot differentiate functions generic over this type: type parameters are supported for functions (`F: Fn(..)`) and for the function's number type (bounded by num-traits' `Float`, `FloatConst`, `FromPrimitive`, ... or simba's `RealField`); lifetime and const parameters are too. Write the function for the type it is used with, or bound `{param}` by `num_traits::Float` if it is the number type", param = ty.ident)),
         }
     }
