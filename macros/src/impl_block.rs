@@ -67,7 +67,7 @@ pub(crate) fn expand(block: ItemImpl, errors: &Errors) -> TokenStream {
         // A method generic over its number type: its derivatives are made
         // of its copy for `f64`, as for a free function.
         let number_params = crate::generic::number_params(&function.sig);
-        let function = if number_params.is_empty() {
+        let mut function = if number_params.is_empty() {
             function
         } else {
             match crate::generic::for_f64(&function, &number_params) {
@@ -78,6 +78,7 @@ pub(crate) fn expand(block: ItemImpl, errors: &Errors) -> TokenStream {
                 }
             }
         };
+        crate::conversions::as_casts(&mut function);
         let method_name = &method.sig.ident;
         let module = format_ident!(
             "{}_{}",
