@@ -139,11 +139,21 @@
 //! functions and methods, recursion included, with any mix of differentiated
 //! and constant arguments.
 //!
+//! Functions (and methods) generic over their number type, as num-traits
+//! code is written (`fn f<T: Float + FromPrimitive>(x: &[T]) -> T`), stay
+//! generic; their derivatives are made of their copy for `f64`. Generic
+//! code the macro cannot see (another crate's) is differentiated through
+//! deltad's dual values, which implement num-traits' `Float` family (cargo
+//! feature `num-traits`, on by default): from a differentiated function with
+//! [`generic!`], or from anywhere through a closure with [`gradient`],
+//! [`value_and_gradient`], [`jvp`], [`hvp`] and [`hessian`].
+//!
 //! Anything else is a compile error at the construct, saying what is not
 //! supported and what to write instead: `unsafe`, `async`, trait objects and
-//! maps holding reals, generic type parameters other than `F: Fn(..)`,
-//! returning closures, `&mut self` methods, calls to functions that are not
-//! `#[differentiate]` with a differentiated argument, unknown macros.
+//! maps holding reals, generic type parameters other than `F: Fn(..)` and a
+//! number type, returning closures, `&mut self` methods, calls to functions
+//! that are not `#[differentiate]` with a differentiated argument (but see
+//! [`generic!`]), unknown macros.
 //!
 //! # How it works
 //!
