@@ -490,3 +490,37 @@ fn other_shapes_of_generic_code() {
     let single = f64::from(area_under(3.0f32, 1.5));
     assert!((single - area_under(3.0, 1.5)).abs() <= 1e-6 * single.abs());
 }
+
+/// `#[differentiate(f32)]`: the derivatives of a generic function take
+/// `f32` (its constants and conversions written for `f32`).
+#[differentiate(f32)]
+fn damped<T: Float + FloatConst + FromPrimitive>(x: &[T], k: T) -> T {
+    let mut total = T::zero();
+    for &v in x {
+        total = total + (-k * v * v).exp() * (T::PI() * v).cos() + T::from_f64(0.25).unwrap() * v;
+    }
+    total
+}
+
+#[test]
+fn derivatives_in_single_precision() {
+    let (x, k) = ([0.3f32, -0.7, 1.1], 0.8f32);
+    let g = damped::grad(&x, k);
+    let pi = std::f32::consts::PI;
+    for (i, &v) in x.iter().enumerate() {
+        let e = (-k * v * v).exp();
+        let expected = e * (-2.0 * k * v * (pi * v).cos() - pi * (pi * v).sin()) + 0.25;
+        assert!(
+            (g.x[i] - expected).abs() <= 1e-5,
+            "{} vs {expected}",
+            g.x[i]
+        );
+    }
+    let dk: f32 = x
+        .iter()
+        .map(|&v| -v * v * (-k * v * v).exp() * (pi * v).cos())
+        .sum();
+    assert!((g.k - dk).abs() <= 1e-5, "{} vs {dk}", g.k);
+    // The function itself is still generic.
+    assert!((damped(&[0.3f64, -0.7, 1.1], 0.8) - f64::from(damped(&x, k))).abs() < 1e-5);
+}

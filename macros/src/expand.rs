@@ -62,9 +62,16 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
     let generic_original = {
         let params = &number_params;
         if params.is_empty() {
+            if let Some(float) = &options.float {
+                errors.at(float, format!("`{float}` chooses the float the derivatives of a function generic over its number type take; this function is not generic: write it for `{float}`"));
+            }
             None
         } else {
-            match crate::generic::for_f64(&function, params) {
+            let float = options
+                .float
+                .clone()
+                .unwrap_or_else(|| syn::Ident::new("f64", Span::call_site()));
+            match crate::generic::for_float(&function, params, &float) {
                 Ok(copy) => Some(std::mem::replace(&mut function, copy)),
                 Err(error) => {
                     errors.at_span(error.span(), error.to_string());

@@ -1,7 +1,8 @@
 //! Functions generic over their number type, as num-traits code is written
 //! (`fn f<T: Float + FromPrimitive>(x: &[T], a: T) -> T`): the function is
 //! emitted as written, and its derivatives are made of a copy written for
-//! `f64`, so they take `f64` arguments (`f::grad(&x, 2.0)`).
+//! `f64`, so they take `f64` arguments (`f::grad(&x, 2.0)`); with
+//! `#[differentiate(f32)]`, for `f32` (below, `f64` stands for either).
 //!
 //! The copy replaces each such type parameter by `f64`, and the associated
 //! functions generic code calls on it by what they are for `f64`: constants
@@ -69,8 +70,9 @@ fn bounds_param(ty: &Type, param: &Ident) -> bool {
     matches!(ty, Type::Path(path) if path.qself.is_none() && path.path.is_ident(param))
 }
 
-/// The copy of `function` written for `f64` (see the module's docs).
-pub(crate) fn for_f64(function: &ItemFn, params: &[Ident]) -> syn::Result<ItemFn> {
+/// The copy of `function` written for `float` (`f64` or `f32`; see the
+/// module's docs).
+pub(crate) fn for_float(function: &ItemFn, params: &[Ident], float: &Ident) -> syn::Result<ItemFn> {
     let mut copy = function.clone();
     let generics = &mut copy.sig.generics;
     generics.params = generics
@@ -97,24 +99,25 @@ pub(crate) fn for_f64(function: &ItemFn, params: &[Ident]) -> syn::Result<ItemFn
         generics.lt_token = None;
         generics.gt_token = None;
     }
-    syn::parse2(substitute(copy.into_token_stream(), params))
+    syn::parse2(substitute(copy.into_token_stream(), params, float))
 }
 
-/// The tokens with every number type parameter written for `f64`.
-fn substitute(tokens: TokenStream, params: &[Ident]) -> TokenStream {
+/// The tokens with every number type parameter written for `float`.
+fn substitute(tokens: TokenStream, params: &[Ident], float: &Ident) -> TokenStream {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     let mut out = TokenStream::new();
     let mut i = 0;
     while i < trees.len() {
         match &trees[i] {
             TokenTree::Group(group) => {
-                let mut new = Group::new(group.delimiter(), substitute(group.stream(), params));
+                let mut new =
+                    Group::new(group.delimiter(), substitute(group.stream(), params, float));
                 new.set_span(group.span());
                 out.extend([TokenTree::Group(new)]);
                 i += 1;
             }
             TokenTree::Ident(ident) if params.contains(ident) => {
-                let (tokens, used) = associated(&trees[i..], ident.span(), params);
+                let (tokens, used) = associated(&trees[i..], ident.span(), params, float);
                 out.extend(tokens);
                 i += used;
             }
@@ -128,27 +131,32 @@ fn substitute(tokens: TokenStream, params: &[Ident]) -> TokenStream {
 }
 
 /// `T` at the start of `trees` (followed by what it is followed by): the
-/// tokens for `f64` and how many trees they replace.
-fn associated(trees: &[TokenTree], span: Span, params: &[Ident]) -> (TokenStream, usize) {
-    let f64 = Ident::new("f64", span).into_token_stream();
+/// tokens for `float` and how many trees they replace.
+fn associated(
+    trees: &[TokenTree],
+    span: Span,
+    params: &[Ident],
+    float: &Ident,
+) -> (TokenStream, usize) {
+    let float_type = Ident::new(&float.to_string(), span).into_token_stream();
     let (Some(name), Some(args)) = (path_name(trees), trees.get(4)) else {
-        return (f64, 1);
+        return (float_type, 1);
     };
     let args = match args {
         TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis => g.stream(),
-        _ => return (f64, 1),
+        _ => return (float_type, 1),
     };
     let name_text = name.to_string();
     if args.is_empty() {
-        if let Some(constant) = constant(&name_text, span) {
+        if let Some(constant) = constant(&name_text, span, float) {
             return (constant, 5);
         }
     }
     if CONVERSIONS.contains(&name_text.as_str()) && !args.is_empty() {
-        let args = substitute(args, params);
+        let args = substitute(args, params, float);
         // `T::from_f64(c).unwrap()` (or `.expect(..)`): the number itself.
         if unwrapped(&trees[5..]) {
-            let converted = quote_spanned!(span=> ((#args) as f64));
+            let converted = quote_spanned!(span=> ((#args) as #float_type));
             return (converted, 8);
         }
         let trait_name = if name_text == "from" {
@@ -156,10 +164,11 @@ fn associated(trees: &[TokenTree], span: Span, params: &[Ident]) -> (TokenStream
         } else {
             quote_spanned!(span=> FromPrimitive)
         };
-        let call = quote_spanned!(span=> <f64 as ::deltad::num_traits::#trait_name>::#name(#args));
+        let call =
+            quote_spanned!(span=> <#float_type as ::deltad::num_traits::#trait_name>::#name(#args));
         return (call, 5);
     }
-    (f64, 1)
+    (float_type, 1)
 }
 
 /// The identifier `name` in `T :: name`, if the trees start so.
@@ -205,24 +214,24 @@ const CONVERSIONS: &[&str] = &[
 ];
 
 /// `T::name()` for a constant of num-traits (`Zero`, `One`, `Float`,
-/// `FloatConst`) or simba (`RealField`'s lowercase constants), for `f64`.
-fn constant(name: &str, span: Span) -> Option<TokenStream> {
+/// `FloatConst`) or simba (`RealField`'s lowercase constants), for `float`.
+fn constant(name: &str, span: Span, float: &Ident) -> Option<TokenStream> {
     let tokens = |text: &str| -> TokenStream {
         let parsed: TokenStream = text.parse().unwrap_or_default();
         respan(parsed, span)
     };
-    let consts = |name: &str| tokens(&format!("::std::f64::consts::{name}"));
+    let consts = |name: &str| tokens(&format!("::std::{float}::consts::{name}"));
     Some(match name {
         "zero" => tokens("0.0"),
         "one" => tokens("1.0"),
         "neg_zero" => tokens("(-0.0)"),
-        "epsilon" => tokens("f64::EPSILON"),
-        "max_value" => tokens("f64::MAX"),
-        "min_value" => tokens("f64::MIN"),
-        "min_positive_value" => tokens("f64::MIN_POSITIVE"),
-        "infinity" => tokens("f64::INFINITY"),
-        "neg_infinity" => tokens("f64::NEG_INFINITY"),
-        "nan" => tokens("f64::NAN"),
+        "epsilon" => tokens(&format!("{float}::EPSILON")),
+        "max_value" => tokens(&format!("{float}::MAX")),
+        "min_value" => tokens(&format!("{float}::MIN")),
+        "min_positive_value" => tokens(&format!("{float}::MIN_POSITIVE")),
+        "infinity" => tokens(&format!("{float}::INFINITY")),
+        "neg_infinity" => tokens(&format!("{float}::NEG_INFINITY")),
+        "nan" => tokens(&format!("{float}::NAN")),
         "E" | "FRAC_1_PI" | "FRAC_1_SQRT_2" | "FRAC_2_PI" | "FRAC_2_SQRT_PI" | "FRAC_PI_2"
         | "FRAC_PI_3" | "FRAC_PI_4" | "FRAC_PI_6" | "FRAC_PI_8" | "LN_10" | "LN_2" | "LOG10_E"
         | "LOG2_E" | "PI" | "SQRT_2" | "TAU" | "LOG10_2" | "LOG2_10" => consts(name),

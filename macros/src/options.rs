@@ -10,6 +10,8 @@
 //!   at the construct.
 //! * `tape`: the function takes the tape path even if it is in the compiled
 //!   subset (for comparing the two, and for `tape_graph`-centred work).
+//! * `f32` (or `f64`, the default): for a function generic over its number
+//!   type, the float its derivatives take.
 
 use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream};
@@ -24,6 +26,9 @@ pub(crate) struct Options {
     pub custom: Option<Path>,
     /// Which engine the function must take, if the user chose.
     pub path: Option<(EnginePath, Ident)>,
+    /// The float the derivatives of a function generic over its number
+    /// type take (`f32` or `f64`), if the user chose.
+    pub float: Option<Ident>,
 }
 
 /// The engine a function's derivatives run on.
@@ -69,7 +74,7 @@ impl Options {
             Err(_) => {
                 errors.at(
                     &tokens,
-                    "#[differentiate] takes no arguments, or `custom = path::to::derivative`, `compiled`, `tape`",
+                    "#[differentiate] takes no arguments, or `custom = path::to::derivative`, `compiled`, `tape`, `f32`, `f64`",
                 );
                 return options;
             }
@@ -91,6 +96,13 @@ impl Options {
                     &setting.name,
                     "choose one of `compiled` and `tape`, once",
                 ),
+                ("f32" | "f64", None) if options.float.is_none() => {
+                    options.float = Some(setting.name)
+                }
+                ("f32" | "f64", None) => errors.at(
+                    &setting.name,
+                    "choose one of `f32` and `f64`, once",
+                ),
                 ("custom", None) => errors.at(
                     &setting.name,
                     "`custom` needs the derivative function: `custom = path::to::derivative`",
@@ -98,7 +110,7 @@ impl Options {
                 (_, value) => errors.at(
                     &setting.name,
                     format!(
-                        "unknown #[differentiate] argument `{}{}`: the arguments are `custom = path::to::derivative`, `compiled` (a compile error unless the function takes the compiled path) and `tape` (use the tape even if the compiled path would do)",
+                        "unknown #[differentiate] argument `{}{}`: the arguments are `custom = path::to::derivative`, `compiled` (a compile error unless the function takes the compiled path), `tape` (use the tape even if the compiled path would do) and `f32`/`f64` (the float the derivatives of a function generic over its number type take)",
                         setting.name,
                         if value.is_some() { " = .." } else { "" }
                     ),
