@@ -116,7 +116,10 @@ fn substitute(tokens: TokenStream, params: &[Ident], float: &Ident) -> TokenStre
                 out.extend([TokenTree::Group(new)]);
                 i += 1;
             }
-            TokenTree::Ident(ident) if params.contains(ident) => {
+            // (Not a name inside a path, `a::T`, or a field, `x.T`.)
+            TokenTree::Ident(ident)
+                if params.contains(ident) && !follows_path_or_dot(&trees[..i]) =>
+            {
                 let (tokens, used) = associated(&trees[i..], ident.span(), params, float);
                 out.extend(tokens);
                 i += used;
@@ -128,6 +131,14 @@ fn substitute(tokens: TokenStream, params: &[Ident], float: &Ident) -> TokenStre
         }
     }
     out
+}
+
+/// True if `before` ends with `::` or `.`.
+fn follows_path_or_dot(before: &[TokenTree]) -> bool {
+    let punct = |tree: Option<&TokenTree>, c: char| matches!(tree, Some(TokenTree::Punct(p)) if p.as_char() == c);
+    let n = before.len();
+    punct(before.last(), '.')
+        || (n >= 2 && punct(before.get(n - 1), ':') && punct(before.get(n - 2), ':'))
 }
 
 /// `T` at the start of `trees` (followed by what it is followed by): the
