@@ -347,6 +347,18 @@ impl<S: Scalar> Stack<S> {
         self.reals.split_off(start)
     }
 
+    /// The last `len` reals, into `into` (its contents replaced, its
+    /// allocation reused: a variable's old contents put back).
+    #[inline]
+    pub fn pop_reals_into_vec(&mut self, into: &mut Vec<S>, len: usize) {
+        let Some(start) = self.reals.len().checked_sub(len) else {
+            underflow()
+        };
+        into.clear();
+        into.extend_from_slice(&self.reals[start..]);
+        self.reals.truncate(start);
+    }
+
     /// The buffer kept last by [`Record::buffer`].
     #[inline]
     pub fn pop_buffer(&mut self) -> Vec<S> {

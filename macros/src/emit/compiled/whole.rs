@@ -312,7 +312,7 @@ impl Passes<'_> {
             }
             return quote! {
                 let #len: usize = #pop_len;
-                #name = #stack.pop_reals(#len);
+                #stack.pop_reals_into_vec(&mut #name, #len);
             };
         }
         let prim = &self.prim;
