@@ -23,12 +23,7 @@ impl VisitMut for Casts {
             let Expr::Path(path) = &*call.func else {
                 return;
             };
-            let segments: Vec<String> = path
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let segments = crate::syntax::segment_names(&path.path);
             let float = match segments.as_slice() {
                 [float, from] if from == "from" && is_float(float) => float,
                 _ => return,

@@ -108,8 +108,13 @@ pub(crate) enum CallKind {
     User,
 }
 
+/// The names of a path's segments (`f64::sin` → `["f64", "sin"]`).
+pub(crate) fn segment_names(path: &Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+
 pub(crate) fn classify_call(path: &Path) -> CallKind {
-    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let names = segment_names(path);
     let Some(last) = names.last() else {
         return CallKind::User;
     };

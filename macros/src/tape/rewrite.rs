@@ -1169,12 +1169,7 @@ fn set_span(ty: &mut Type, span: Span) {
 /// `None`, `Option::None` or a longer path ending in `Option::None`.
 pub(crate) fn is_none_literal(expr: &Expr) -> bool {
     let Expr::Path(path) = expr else { return false };
-    let segments: Vec<_> = path
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let segments = syntax::segment_names(&path.path);
     path.qself.is_none()
         && path.path.segments.iter().all(|s| s.arguments.is_none())
         && match segments.as_slice() {

@@ -182,12 +182,7 @@ impl Lowerer {
             return Ok(Some(Function::Closure(def)));
         }
         if let SynExpr::Path(path) = strip(expr) {
-            let names: Vec<String> = path
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let names = crate::syntax::segment_names(&path.path);
             if names.len() == 2 && crate::methods::is_float_type_name(&names[0]) {
                 if let Some(math) = Math::named(&names[1]) {
                     return Ok(Some(Function::Math(math, path.path.clone())));

@@ -383,7 +383,7 @@ impl Lowerer {
                 "calling a function value is not on the compiled path yet",
             ));
         }
-        let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let names = crate::syntax::segment_names(path);
         // `f64::sin(x)`, `f64::max(a, b)`.
         if names.len() == 2 && crate::methods::is_float_type_name(&names[0]) {
             if let Some(math) = Math::named(&names[1]) {
