@@ -332,3 +332,24 @@ fn constant_data_passed_to_generic_code() {
     ];
     assert_near(&g.w, &expected, TOL, "gradient");
 }
+
+/// A library's generic function returning a buffer (here the crate's own
+/// hand-written gradient), its result annotated: the gradient of ‖∇f‖²,
+/// which is 2 H ∇f with the crate's Hessian.
+#[deltad::differentiate]
+fn gradient_norm_squared(x: &[f64]) -> f64 {
+    let g: Vec<f64> = deltad::generic!(tf::rosenbrock_derivative(x));
+    g.iter().map(|v| v * v).sum::<f64>()
+}
+
+#[test]
+fn buffers_returned_by_generic_code() {
+    for n in [2, 10] {
+        let x = point(n);
+        let (g, h) = (tf::rosenbrock_derivative(&x), tf::rosenbrock_hessian(&x));
+        let expected: Vec<f64> = (0..n)
+            .map(|i| 2.0 * (0..n).map(|j| h[i][j] * g[j]).sum::<f64>())
+            .collect();
+        assert_near(&gradient_norm_squared::grad(&x).x, &expected, TOL, "2 H g");
+    }
+}
