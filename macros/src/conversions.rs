@@ -9,6 +9,8 @@
 use syn::visit_mut::VisitMut;
 use syn::{Expr, ItemFn, Pat, Type};
 
+use crate::methods::is_float_type_name;
+
 /// Rewrites the conversions of `function`'s body (not of nested items).
 pub(crate) fn as_casts(function: &mut ItemFn) {
     Casts.visit_block_mut(&mut function.block);
@@ -25,7 +27,7 @@ impl VisitMut for Casts {
             };
             let segments = crate::syntax::segment_names(&path.path);
             let float = match segments.as_slice() {
-                [float, from] if from == "from" && is_float(float) => float,
+                [float, from] if from == "from" && is_float_type_name(float) => float,
                 _ => return,
             };
             // `f64::from(true)` has no cast.
@@ -51,7 +53,7 @@ impl VisitMut for Casts {
         if !ty
             .path
             .get_ident()
-            .is_some_and(|i| is_float(&i.to_string()))
+            .is_some_and(|i| is_float_type_name(&i.to_string()))
         {
             return;
         }
@@ -64,8 +66,4 @@ impl VisitMut for Casts {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-}
-
-fn is_float(name: &str) -> bool {
-    name == "f64" || name == "f32"
 }

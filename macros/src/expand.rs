@@ -56,34 +56,22 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
         return quote!(#errors #function);
     }
     let name = function.sig.ident.clone();
-    // A function generic over its number type: emitted as written, its
-    // derivatives made of its copy for `f64`.
-    let number_params = crate::generic::number_params(&function.sig);
-    let generic_original = {
-        let params = &number_params;
-        if params.is_empty() {
-            if let Some(float) = &options.float {
-                errors.at(float, format!("`{float}` chooses the float the derivatives of a function generic over its number type take; this function is not generic: write it for `{float}`"));
-            }
-            None
-        } else {
-            let float = options
-                .float
-                .clone()
-                .unwrap_or_else(|| syn::Ident::new("f64", Span::call_site()));
-            match crate::generic::for_float(&function, params, &float) {
-                Ok(copy) => Some(std::mem::replace(&mut function, copy)),
-                Err(error) => {
-                    errors.at_span(error.span(), error.to_string());
-                    None
-                }
-            }
+    // The function is emitted as written; its derivatives are made of its
+    // copy for the float (if it is generic over its number type) with its
+    // conversions into the float written as casts.
+    let original = function.clone();
+    let number_params = match crate::generic::derivative_copy(
+        &function,
+        options.float.as_ref(),
+        "function",
+        errors,
+    ) {
+        Some((copy, count)) => {
+            function = copy;
+            count
         }
+        None => 0,
     };
-    // (Emitted as written; derivatives of the copy with its conversions
-    // into the float written as casts.)
-    let generic_original = generic_original.or_else(|| Some(function.clone()));
-    crate::conversions::as_casts(&mut function);
     let primal_name = syn::Ident::new("__deltad_primal", Span::call_site());
     let mut primal_copy = function.clone();
     primal_copy.sig.ident = primal_name.clone();
@@ -102,8 +90,7 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
         method: None,
     };
     let (module, signature_ok) = derivatives(&target, &no_grad, options, errors);
-    let generic = !number_params.is_empty();
-    let mut emitted = generic_original.unwrap_or_else(|| function.clone());
+    let mut emitted = original;
     crate::syntax::strip_markers(&mut emitted.block);
     let original = emit::original(&emitted);
     let errors = errors.to_compile_errors();
@@ -124,8 +111,8 @@ fn free_function(mut function: ItemFn, options: &Options, errors: &Errors) -> To
             syn::FnArg::Receiver(_) => false,
         });
     // (A function generic over its number type is named for `f64`.)
-    let for_f64 = generic.then(|| {
-        let f64s = number_params.iter().map(|_| quote!(f64));
+    let for_f64 = (number_params > 0).then(|| {
+        let f64s = (0..number_params).map(|_| quote!(f64));
         quote!(::<#(#f64s),*>)
     });
     let mark_used = (only_lifetimes && signature_ok).then(|| {

@@ -17,9 +17,43 @@ use proc_macro2::{Delimiter, Group, Ident, Spacing, Span, TokenStream, TokenTree
 use quote::{quote_spanned, ToTokens};
 use syn::{GenericParam, ItemFn, Type, TypeParamBound, WherePredicate};
 
+use crate::errors::Errors;
+
+/// The copy of `function` (a free function, or a method as one: `item`
+/// says which, for the message) its derivatives are made of: written for
+/// the float `float` chooses (`f64` by default) where `function` is generic
+/// over its number type, and its conversions into the float written as
+/// casts (`conversions.rs`); with how many number type parameters it had.
+/// `None` where the copy cannot be made (the error reported).
+pub(crate) fn derivative_copy(
+    function: &ItemFn,
+    float: Option<&Ident>,
+    item: &str,
+    errors: &Errors,
+) -> Option<(ItemFn, usize)> {
+    let params = number_params(&function.sig);
+    let mut copy = if params.is_empty() {
+        if let Some(float) = float {
+            errors.at(float, format!("`{float}` chooses the float the derivatives of a {item} generic over its number type take; this {item} is not generic: write it for `{float}`"));
+        }
+        function.clone()
+    } else {
+        let default = Ident::new("f64", Span::call_site());
+        match for_float(function, &params, float.unwrap_or(&default)) {
+            Ok(copy) => copy,
+            Err(error) => {
+                errors.at_span(error.span(), error.to_string());
+                return None;
+            }
+        }
+    };
+    crate::conversions::as_casts(&mut copy);
+    Some((copy, params.len()))
+}
+
 /// The type parameters of `sig` bounded (inline or in the `where` clause)
 /// by a number trait of num-traits, simba or nalgebra.
-pub(crate) fn number_params(sig: &syn::Signature) -> Vec<Ident> {
+fn number_params(sig: &syn::Signature) -> Vec<Ident> {
     sig.generics
         .params
         .iter()
@@ -72,7 +106,7 @@ fn bounds_param(ty: &Type, param: &Ident) -> bool {
 
 /// The copy of `function` written for `float` (`f64` or `f32`; see the
 /// module's docs).
-pub(crate) fn for_float(function: &ItemFn, params: &[Ident], float: &Ident) -> syn::Result<ItemFn> {
+fn for_float(function: &ItemFn, params: &[Ident], float: &Ident) -> syn::Result<ItemFn> {
     let mut copy = function.clone();
     let generics = &mut copy.sig.generics;
     generics.params = generics

@@ -64,28 +64,13 @@ pub(crate) fn expand(block: ItemImpl, errors: &Errors) -> TokenStream {
         else {
             continue;
         };
-        // A method generic over its number type: its derivatives are made
-        // of its copy for `f64`, as for a free function.
-        let number_params = crate::generic::number_params(&function.sig);
-        let float = options
-            .float
-            .clone()
-            .unwrap_or_else(|| syn::Ident::new("f64", Span::call_site()));
-        let mut function = if number_params.is_empty() {
-            if let Some(float) = &options.float {
-                errors.at(float, format!("`{float}` chooses the float the derivatives of a method generic over its number type take; this method is not generic: write it for `{float}`"));
-            }
-            function
-        } else {
-            match crate::generic::for_float(&function, &number_params, &float) {
-                Ok(copy) => copy,
-                Err(error) => {
-                    errors.at_span(error.span(), error.to_string());
-                    continue;
-                }
-            }
+        // Its derivatives are made of its copy for the float, as a free
+        // function's.
+        let Some((function, _)) =
+            crate::generic::derivative_copy(&function, options.float.as_ref(), "method", errors)
+        else {
+            continue;
         };
-        crate::conversions::as_casts(&mut function);
         let method_name = &method.sig.ident;
         let module = format_ident!(
             "{}_{}",

@@ -1083,8 +1083,6 @@ fn take(expr: &mut Expr) -> Expr {
     std::mem::replace(expr, Expr::Verbatim(TokenStream::new()))
 }
 
-/// Replaces the function's float type by the dual value type in the parts of
-/// `ty` that `shape` says are active.
 /// True if `expr` is a chain of iterator methods started by `iter()` (or a
 /// sibling) or by a range: an iterator of the standard library, whose
 /// `sum`/`product` take the accumulator's type (nalgebra's and ndarray's
@@ -1103,6 +1101,8 @@ fn is_iterator_chain(expr: &Expr) -> bool {
     }
 }
 
+/// Replaces the function's float type by the dual value type in the parts of
+/// `ty` that `shape` says are active.
 pub(crate) fn rewrite_type(ty: &mut Type, shape: &Shape, names: &Names) {
     if !shape.is_active() {
         return;
