@@ -65,13 +65,7 @@ where
     P: Primitive,
     F: Fn(&[Dual<P>]) -> Dual<P>,
 {
-    same_length(x, tangent, "tangent");
-    let inputs: Vec<Dual<P>> = x
-        .iter()
-        .zip(tangent)
-        .map(|(&x, &t)| Dual::new(x, t))
-        .collect();
-    let output = f(&inputs);
+    let output = f(&duals(x, tangent, "tangent"));
     (output.value, output.tangent)
 }
 
@@ -82,8 +76,7 @@ where
     P: Primitive,
     F: for<'t> Fn(&[Real<'t, Dual<P>>]) -> Real<'t, Dual<P>>,
 {
-    same_length(x, v, "direction");
-    let seeded: Vec<Dual<P>> = x.iter().zip(v).map(|(&x, &t)| Dual::new(x, t)).collect();
+    let seeded = duals(x, v, "direction");
     P::with_dual_tape(|tape, adjoints| {
         let (_, gradient) = record_and_sweep(tape, adjoints, &seeded, &f);
         gradient.iter().map(|g| g.tangent).collect()
@@ -127,12 +120,18 @@ where
     (output.value(), &adjoints[first..first + x.len()])
 }
 
-fn same_length<P>(x: &[P], other: &[P], what: &str) {
+/// The dual numbers with values `x` and tangents `tangent` (`what` it is,
+/// for the message if the lengths differ).
+fn duals<P: Primitive>(x: &[P], tangent: &[P], what: &str) -> Vec<Dual<P>> {
     assert_eq!(
         x.len(),
-        other.len(),
+        tangent.len(),
         "deltad: the {what} has {} reals where the input has {}",
-        other.len(),
+        tangent.len(),
         x.len()
     );
+    x.iter()
+        .zip(tangent)
+        .map(|(&x, &t)| Dual::new(x, t))
+        .collect()
 }

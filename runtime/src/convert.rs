@@ -636,7 +636,7 @@ impl<'a, 't, S: Scalar> GenericArg<'t, S> for &'a Vec<Real<'t, S>> {
     type Output = &'a [Real<'t, S>];
     #[inline(always)]
     fn generic_arg(self) -> &'a [Real<'t, S>] {
-        self
+        self.as_slice()
     }
 }
 
@@ -667,7 +667,7 @@ macro_rules! generic_machine_float {
         impl<'t, S: Scalar<Prim = $p> + 't> GenericArg<'t, S> for &Vec<$p> {
             type Output = Vec<Real<'t, S>>;
             fn generic_arg(self) -> Vec<Real<'t, S>> {
-                self.iter().map(|&v| Real::from_prim(v)).collect()
+                self.as_slice().generic_arg()
             }
         }
         impl<'t, S: Scalar<Prim = $p> + 't, const N: usize> GenericArg<'t, S> for &[$p; N] {
