@@ -15,17 +15,13 @@ use argmin_testfunctions as tf;
 mod objectives;
 use deltad::differentiate;
 use num_traits::{Float, FloatConst, FromPrimitive};
+use objectives::{hessian_by_differences, point, POINTS_2D};
 use std::iter::Sum;
 
+/// Agreement with the crate's hand-written derivatives to rounding.
 #[track_caller]
 fn assert_near(actual: &[f64], expected: &[f64], what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
-    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        assert!(
-            (a - e).abs() <= 1e-10 * e.abs().max(1.0),
-            "{what}[{i}]: deltad {a} vs hand-written {e}"
-        );
-    }
+    objectives::assert_near(actual, expected, 1e-10, what);
 }
 
 // ---- two-dimensional objectives ------------------------------------------
@@ -171,9 +167,6 @@ fn threehumpcamel<T: Float + FromPrimitive>(p: &[T; 2]) -> T {
         + y * y
 }
 
-/// Points away from every objective's kinks (`abs`, `sqrt` at 0).
-const POINTS_2D: [[f64; 2]; 3] = [[0.7, -1.3], [1.9, 0.4], [-2.2, 2.7]];
-
 macro_rules! check_2d {
     ($($f:ident, $derivative:path, $hessian:path;)*) => {$({
         for p in POINTS_2D {
@@ -291,13 +284,6 @@ pub fn zero<T: Float>(x: &[T]) -> T {
     T::zero()
 }
 
-/// A point in n dimensions, inside every objective's usual domain.
-fn point(n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| 0.6 * (1.3 * i as f64 + 0.4).sin() + 0.1)
-        .collect()
-}
-
 #[test]
 fn objectives_of_any_dimension() {
     for n in [2, 10, 100] {
@@ -365,25 +351,10 @@ fn rosenbrock_with_parameters() {
     let da: f64 = (0..9).map(|i| 2.0 * (a - x[i])).sum();
     let db: f64 = (0..9).map(|i| (x[i + 1] - x[i] * x[i]).powi(2)).sum();
     assert_near(&[g.a, g.b], &[da, db], "parameters");
-    let step = 1e-5;
     // The rows of x (the Hessian also has rows for a and b).
-    for (i, row) in rosenbrock_ab::hessian(&x, a, b).iter().take(10).enumerate() {
-        let shifted = |s: f64| {
-            let mut y = x.clone();
-            y[i] += s;
-            tf::rosenbrock_ab_derivative(&y, a, b)
-        };
-        let fd: Vec<f64> = shifted(step)
-            .iter()
-            .zip(shifted(-step))
-            .map(|(u, d)| (u - d) / (2.0 * step))
-            .collect();
-        for (j, (h, f)) in row.x.iter().zip(&fd).enumerate() {
-            assert!(
-                (h - f).abs() <= 1e-5 * f.abs().max(1.0),
-                "H[{i}][{j}]: {h} vs {f}"
-            );
-        }
+    let fd = hessian_by_differences(|y| tf::rosenbrock_ab_derivative(y, a, b), &x, 1e-5);
+    for (i, (row, fd)) in rosenbrock_ab::hessian(&x, a, b).iter().zip(&fd).enumerate() {
+        objectives::assert_near(&row.x, fd, 1e-5, &format!("Hessian row {i}"));
     }
 }
 

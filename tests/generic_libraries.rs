@@ -18,25 +18,9 @@ use argmin_testfunctions as tf;
 #[path = "common/objectives.rs"]
 mod objectives;
 use deltad::Real;
-
-/// Agreement to `tol · max(1, |expected|)` per entry: the crate's formulas
-/// and the dual numbers' arithmetic round differently, nothing more.
-#[track_caller]
-fn assert_near<P: Into<f64> + Copy>(actual: &[P], expected: &[P], tol: f64, what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
-    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        let (a, e): (f64, f64) = (a.into(), e.into());
-        assert!(
-            (a - e).abs() <= tol * e.abs().max(1.0),
-            "{what}[{i}]: deltad {a} vs hand-written {e}"
-        );
-    }
-}
+use objectives::{assert_near, hessian_by_differences, point, POINTS_2D};
 
 const TOL: f64 = 1e-10;
-
-/// Points away from every objective's kinks (`abs`, `sqrt` at 0).
-const POINTS_2D: [[f64; 2]; 3] = [[0.7, -1.3], [1.9, 0.4], [-2.2, 2.7]];
 
 /// Checks a two-dimensional objective (`&[T; 2]`): gradient, Hessian, and
 /// jvp/hvp along a direction against them.
@@ -66,13 +50,6 @@ macro_rules! check_2d {
 #[test]
 fn two_dimensional_objectives_match_their_hand_written_derivatives() {
     objectives_2d!(check_2d);
-}
-
-/// A point in n dimensions, inside every objective's usual domain.
-fn point(n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| 0.6 * (1.3 * i as f64 + 0.4).sin() + 0.1)
-        .collect()
 }
 
 #[track_caller]
@@ -153,19 +130,9 @@ fn rosenbrock_with_parameters() {
             |x| tf::rosenbrock_ab(x, Real::from_prim(a), Real::from_prim(b)),
             &p,
         );
-        let step = 1e-5;
-        for (i, row) in h.iter().enumerate() {
-            let shifted = |s: f64| {
-                let mut q = p.clone();
-                q[i] += s;
-                tf::rosenbrock_ab_derivative(&q, a, b)
-            };
-            let fd: Vec<f64> = shifted(step)
-                .iter()
-                .zip(shifted(-step))
-                .map(|(u, d)| (u - d) / (2.0 * step))
-                .collect();
-            assert_near(row, &fd, 1e-5, &format!("Hessian row {i}, n = {n}"));
+        let fd = hessian_by_differences(|y| tf::rosenbrock_ab_derivative(y, a, b), &p, 1e-5);
+        for (i, (row, fd)) in h.iter().zip(&fd).enumerate() {
+            assert_near(row, fd, 1e-5, &format!("Hessian row {i}, n = {n}"));
         }
         // With a = 1 the crate's Hessian holds: exact agreement to rounding.
         let h1 = deltad::hessian(
