@@ -288,10 +288,11 @@ pub use deltad_runtime::num_traits;
 pub use deltad_runtime::{dot, log_sum_exp, release_pooled_tapes, sum};
 pub use deltad_runtime::{gradient, hessian, hvp, jvp, value_and_gradient};
 pub use deltad_runtime::{
-    DeltaId, DerivativeCheck, Differentiable, Dual, DualOf, GradElement, IntoDual, IntoReal,
-    Mismatch, Primitive, Real, Scalar, Tape, TapeStats,
+    DeltaId, DerivativeCheck, Differentiable, Dual, DualOf, DualVec, GradElement, IntoDual,
+    IntoReal, Mismatch, Primitive, Real, Scalar, Tape, TapeStats,
 };
 pub use deltad_runtime::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
+pub use deltad_runtime::{SparseJacobian, SparsityPattern};
 
 /// A call of a function generic over its number type (num-traits' `Float`,
 /// ...) that `#[differentiate]` cannot see into, typically another crate's.

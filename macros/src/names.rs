@@ -67,6 +67,11 @@ pub(crate) mod items {
     pub const GRAD_INTO_FN: &str = "__deltad_grad_into";
     pub const VJP_FN: &str = "__deltad_vjp";
     pub const JACOBIAN_FN: &str = "__deltad_jacobian";
+    pub const JACOBIAN_REV_FN: &str = "__deltad_jacobian_rev";
+    pub const JACOBIAN_FWD_FN: &str = "__deltad_jacobian_fwd";
+    pub const JVPS_FN: &str = "__deltad_jvps";
+    pub const JACOBIAN_PATTERN_FN: &str = "__deltad_jacobian_pattern";
+    pub const SPARSE_JACOBIAN_FN: &str = "__deltad_sparse_jacobian";
     pub const CHECK_FN: &str = "__deltad_check";
     pub const TAPE_STATS_FN: &str = "__deltad_tape_stats";
     pub const TAPE_GRAPH_FN: &str = "__deltad_tape_graph";
@@ -77,6 +82,7 @@ pub(crate) mod items {
     pub const RERUN_FN: &str = "__deltad_rerun";
     pub const JVP_FN: &str = "__deltad_jvp";
     pub const HVP_FN: &str = "__deltad_hvp";
+    pub const HVPS_FN: &str = "__deltad_hvps";
     pub const GRAD_AND_HVP_FN: &str = "__deltad_grad_and_hvp";
     pub const HESSIAN_FN: &str = "__deltad_hessian";
     pub const HESSIAN_DIAGONAL_FN: &str = "__deltad_hessian_diagonal";

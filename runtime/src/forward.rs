@@ -3,6 +3,7 @@
 
 use crate::differentiable::Differentiable;
 use crate::dual::Dual;
+use crate::dual_vec::DualVec;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 
@@ -117,4 +118,119 @@ pub fn dual_constant<'t, S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Real
 #[inline]
 pub fn dual_input<S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Dual<S> {
     Dual::new(value, tangent.at_level())
+}
+
+/// Where the dual inputs of a forward pass get their tangents: each input
+/// real, in input leaf order, becomes a dual value of type `Dual`.
+pub trait TangentSeeds<V> {
+    /// The dual values the forward pass runs on.
+    type Dual;
+    /// The dual value of the next input real, whose value is `value`.
+    fn seed(&mut self, value: V) -> Self::Dual;
+}
+
+impl<S: Scalar, E: Copy + Tangent<S>> TangentSeeds<S> for Seeds<E> {
+    type Dual = Dual<S>;
+    #[inline]
+    fn seed(&mut self, value: S) -> Dual<S> {
+        dual_input(value, self.next_tangent())
+    }
+}
+
+/// The number of tangents a chunked forward pass carries (`jvps`,
+/// `jacobian_fwd`, `hessian`): enough to amortise the value's computation,
+/// few enough to stay in registers.
+pub const CHUNK: usize = 8;
+
+/// Tangents for a forward pass on [`DualVec`]: `N` directions at once.
+pub struct ChunkSeeds<'a, P, const N: usize> {
+    directions: Directions<'a, P>,
+    /// The first direction of the chunk.
+    start: usize,
+    /// The next input real.
+    next: usize,
+}
+
+enum Directions<'a, P> {
+    /// The unit vectors: direction `d` is input real `d`.
+    Unit,
+    /// Flat directions, each one tangent per input real.
+    Given(&'a [Vec<P>]),
+}
+
+impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
+    /// Directions `start..start + N` of the identity: the Jacobian's
+    /// columns `start..start + N` (zero past the last input).
+    pub fn unit_block(start: usize) -> Self {
+        ChunkSeeds {
+            directions: Directions::Unit,
+            start,
+            next: 0,
+        }
+    }
+
+    /// Directions `start..start + N` of `directions` (each flat, one
+    /// tangent per input real; zero past the last direction).
+    pub fn given(directions: &'a [Vec<P>], start: usize) -> Self {
+        ChunkSeeds {
+            directions: Directions::Given(directions),
+            start,
+            next: 0,
+        }
+    }
+
+    /// The tangents of the next input real.
+    #[inline]
+    fn next_tangents(&mut self) -> [P; N] {
+        let input = self.next;
+        self.next += 1;
+        match self.directions {
+            Directions::Unit => core::array::from_fn(|k| {
+                if self.start + k == input {
+                    P::ONE
+                } else {
+                    P::ZERO
+                }
+            }),
+            Directions::Given(directions) => core::array::from_fn(|k| {
+                directions.get(self.start + k).map_or(P::ZERO, |direction| {
+                    *direction.get(input).unwrap_or_else(|| {
+                        panic!(
+                            "deltad: tangent {} has fewer reals ({}) than the differentiated inputs",
+                            self.start + k,
+                            direction.len()
+                        )
+                    })
+                })
+            }),
+        }
+    }
+}
+
+impl<P: Primitive, const N: usize> TangentSeeds<P> for ChunkSeeds<'_, P, N> {
+    type Dual = DualVec<P, N>;
+    #[inline]
+    fn seed(&mut self, value: P) -> DualVec<P, N> {
+        DualVec::new(value, self.next_tangents())
+    }
+}
+
+/// Columns `start..` of a Jacobian from the output reals of one chunked
+/// forward pass (in output leaf order): `matrix` holds `rows × columns`
+/// entries row by row, and gets tangent `k` of output `i` at
+/// `(i, start + k)` for every `start + k < columns`. `matrix` is sized on
+/// the first chunk.
+pub fn store_columns<P: Primitive, const N: usize>(
+    outputs: &[DualVec<P, N>],
+    start: usize,
+    columns: usize,
+    matrix: &mut Vec<P>,
+) {
+    if matrix.is_empty() {
+        matrix.resize(outputs.len() * columns, P::ZERO);
+    }
+    let width = N.min(columns.saturating_sub(start));
+    for (row, output) in matrix.chunks_exact_mut(columns.max(1)).zip(outputs) {
+        row[start..start + width].copy_from_slice(&output.tangents[..width]);
+    }
 }

@@ -21,6 +21,7 @@ mod convert;
 mod custom;
 mod differentiable;
 mod dual;
+mod dual_vec;
 mod forward;
 #[cfg(feature = "num-traits")]
 mod generic;
@@ -34,6 +35,7 @@ mod pool;
 mod preaccumulate;
 mod real;
 mod scalar;
+mod sparsity;
 mod tape;
 mod vector;
 mod wrapper;
@@ -43,11 +45,13 @@ pub use closures::{gradient, hessian, hvp, jvp, value_and_gradient};
 pub use compiled::StackStats;
 pub use differentiable::{Differentiable, DualOf, GradElement, IntoDual};
 pub use dual::Dual;
+pub use dual_vec::DualVec;
 pub use graph::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
 pub use math::IntoReal;
 pub use pool::release_pooled_tapes;
 pub use real::Real;
 pub use scalar::{Primitive, Scalar};
+pub use sparsity::{SparseJacobian, SparsityPattern, Tracer};
 pub use tape::{DeltaId, Tape, TapeStats};
 pub use vector::{dot, log_sum_exp, sum};
 
@@ -142,13 +146,13 @@ pub mod __private {
         TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
-        checkpoint_segment, lift_buffer, lifted, machine_value, opaque_values, recorded_values,
-        result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep, split_dual, unit_seed,
-        with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits,
-        ConstantArg, Discard, HeldAs, HeldResult, HeldSink, HeldValue, KeptWhole, LiftBuffer,
-        NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam,
-        RealParam, Record, Reserved, ResultBuffer, ResultUse, ScalarSink, SliceParam, SliceSink,
-        Stack, Unvalued, Valued,
+        buffer_part, checkpoint_segment, lift_buffer, lifted, machine_value, opaque_values,
+        recorded_values, result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep,
+        split_dual, unit_seed, with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam,
+        AsBuffer, AsTwin, Bits, ConstantArg, Discard, HeldAs, HeldResult, HeldSink, HeldValue,
+        KeptWhole, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant,
+        PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ResultUse, ScalarSink,
+        SliceParam, SliceSink, Stack, Unvalued, Valued,
     };
     pub use crate::compiled_call::{
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,
@@ -163,8 +167,10 @@ pub mod __private {
         into_dual, Differentiable, DualOf, GradElement, IntoDual, TwinLayout,
     };
     pub use crate::dual::Dual;
+    pub use crate::dual_vec::DualVec;
     pub use crate::forward::{
-        dual_constant, dual_input, forward_tangent, forward_value, split_duals, Seeds, Tangent,
+        dual_constant, dual_input, forward_tangent, forward_value, split_duals, store_columns,
+        ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
     };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
@@ -172,6 +178,7 @@ pub mod __private {
     pub use crate::preaccumulate::{Poison, Preaccumulator};
     pub use crate::real::Real;
     pub use crate::scalar::{Primitive, Scalar};
+    pub use crate::sparsity::{ColourSeeds, SparseJacobian, SparsityPattern, TraceSeeds, Tracer};
     pub use crate::tape::{DeltaId, Tape, TapeStats};
     pub use crate::vector::compiled as vector;
     pub use crate::vector::Operand;

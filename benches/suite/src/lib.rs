@@ -9,6 +9,7 @@
 pub mod branches;
 pub mod call;
 pub mod gmm;
+pub mod jacobians;
 pub mod quaternion;
 pub mod rosenbrock;
 pub mod taylor;

@@ -7,8 +7,9 @@
 //! "complicated" case, whose Jacobian also has the two columns ∂/∂u of each
 //! point's own coordinates first).
 //!
-//! The Jacobian (3N rows, 26 or 28 columns) comes from forward mode: one
-//! `jvp` per θ, and, in the complicated case, two more whose tangents set
+//! The Jacobian (3N rows, 26 or 28 columns) comes from forward mode, all
+//! its directions in one `jvps` call (8 per pass): one per θ, and, in the
+//! complicated case, two more whose tangents set
 //! every u₀ (then every u₁) to 1. Each residual depends only on its own
 //! point's u, so those two directional derivatives are exactly the two
 //! packed u columns.
@@ -195,31 +196,30 @@ pub fn residuals(theta: &[f64], us: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> 
     errors
 }
 
-/// The Jacobian, row by row (3N rows of 26, or 28 with the u columns first).
+/// The Jacobian, row by row (3N rows of 26, or 28 with the u columns first):
+/// all its directions in one `jvps` call (a chunk of 8 per forward pass).
 pub fn jacobian(theta: &[f64], us: &[f64], hand: &Hand) -> Vec<Vec<f64>> {
     let rows = 3 * hand.correspondences.len();
-    let mut columns: Vec<Vec<f64>> = Vec::new();
-    let mut direction = |theta_tangent: Vec<f64>, us_tangent: Vec<f64>| {
-        let tangent = residuals::Grad {
-            theta: theta_tangent,
-            us: us_tangent,
-        };
-        columns.push(residuals::jvp(theta, us, hand, &tangent).1);
-    };
+    let mut tangents = Vec::with_capacity(theta.len() + 2);
     if !us.is_empty() {
         for k in 0..2 {
-            let us_tangent = (0..us.len())
-                .map(|i| if i % 2 == k { 1.0 } else { 0.0 })
-                .collect();
-            direction(vec![0.0; theta.len()], us_tangent);
+            tangents.push(residuals::Grad {
+                theta: vec![0.0; theta.len()],
+                us: (0..us.len())
+                    .map(|i| if i % 2 == k { 1.0 } else { 0.0 })
+                    .collect(),
+            });
         }
     }
     for k in 0..theta.len() {
-        let theta_tangent = (0..theta.len())
-            .map(|i| if i == k { 1.0 } else { 0.0 })
-            .collect();
-        direction(theta_tangent, vec![0.0; us.len()]);
+        tangents.push(residuals::Grad {
+            theta: (0..theta.len())
+                .map(|i| if i == k { 1.0 } else { 0.0 })
+                .collect(),
+            us: vec![0.0; us.len()],
+        });
     }
+    let (_, columns) = residuals::jvps(theta, us, hand, &tangents);
     (0..rows)
         .map(|r| columns.iter().map(|column| column[r]).collect())
         .collect()

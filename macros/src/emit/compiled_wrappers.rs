@@ -35,6 +35,10 @@ fn struct_ref(param: &crate::signature::Param) -> TokenStream {
 pub(super) enum Scalar {
     Machine,
     Dual,
+    /// Dual numbers with a chunk of tangents (`DualVec`).
+    Chunk,
+    /// Values with the set of inputs they depend on (`Tracer`).
+    Trace,
 }
 
 /// Whether `grad` may run the adjoint alone (`Generator::adjoint_alone`).
@@ -47,17 +51,21 @@ pub(super) enum Alone {
 }
 
 impl Generator<'_> {
-    fn scalar_type(&self, scalar: Scalar) -> TokenStream {
+    pub(super) fn scalar_type(&self, scalar: Scalar) -> TokenStream {
         let prim = &self.prim;
         match scalar {
             Scalar::Machine => quote!(#prim),
             Scalar::Dual => quote!(::deltad::__private::Dual<#prim>),
+            Scalar::Chunk => {
+                quote!(::deltad::__private::DualVec<#prim, { ::deltad::__private::CHUNK }>)
+            }
+            Scalar::Trace => quote!(::deltad::__private::Tracer<#prim>),
         }
     }
 
     /// The type of the forward pass's result on `scalar`: the scalar, or a
     /// `Vec` / array of it.
-    fn pass_output_type(&self, scalar: Scalar) -> TokenStream {
+    pub(super) fn pass_output_type(&self, scalar: Scalar) -> TokenStream {
         let s = self.scalar_type(scalar);
         if let Some(ty) = self.signature.struct_output() {
             return quote!(::deltad::__private::TwinOf<#ty, #s>);
@@ -92,36 +100,36 @@ impl Generator<'_> {
             .map(|param| {
                 let name = &param.name;
                 let elements = crate::types::user_elements(&param.kind).is_some();
-                match (&param.kind, scalar) {
-                    (ParamKind::Structured { .. }, Scalar::Machine) if elements => {
+                match (&param.kind, scalar == Scalar::Machine) {
+                    (ParamKind::Structured { .. }, true) if elements => {
                         let twin = self.twin_local(name);
                         quote!(&#twin[..])
                     }
-                    (ParamKind::Structured { .. }, Scalar::Dual) if elements => {
+                    (ParamKind::Structured { .. }, false) if elements => {
                         let input = self.dual_input(name);
                         quote!(&#input[..])
                     }
-                    (ParamKind::Structured { .. }, Scalar::Machine) => {
+                    (ParamKind::Structured { .. }, true) => {
                         let twin = self.twin_local(name);
                         quote!(&#twin)
                     }
-                    (ParamKind::Structured { .. }, Scalar::Dual) => {
+                    (ParamKind::Structured { .. }, false) => {
                         let input = self.dual_input(name);
                         quote!(&#input)
                     }
-                    (ParamKind::Real, Scalar::Machine) => quote!(#name),
-                    (ParamKind::Array { .. }, Scalar::Machine) => quote!(&#name),
-                    (ParamKind::ArrayRef { .. }, Scalar::Machine) => quote!(#name),
-                    (kind, Scalar::Machine) if kind.is_active() => quote!(&#name[..]),
-                    (ParamKind::Real, Scalar::Dual) => {
+                    (ParamKind::Real, true) => quote!(#name),
+                    (ParamKind::Array { .. }, true) => quote!(&#name),
+                    (ParamKind::ArrayRef { .. }, true) => quote!(#name),
+                    (kind, true) if kind.is_active() => quote!(&#name[..]),
+                    (ParamKind::Real, false) => {
                         let input = self.dual_input(name);
                         quote!(#input)
                     }
-                    (ParamKind::Array { .. } | ParamKind::ArrayRef { .. }, Scalar::Dual) => {
+                    (ParamKind::Array { .. } | ParamKind::ArrayRef { .. }, false) => {
                         let input = self.dual_input(name);
                         quote!(&#input)
                     }
-                    (kind, Scalar::Dual) if kind.is_active() => {
+                    (kind, false) if kind.is_active() => {
                         let input = self.dual_input(name);
                         quote!(&#input[..])
                     }
@@ -131,13 +139,18 @@ impl Generator<'_> {
             .collect()
     }
 
-    /// The statements making the dual inputs, tangents from the `Seeds`
-    /// local `seeds` in input leaf order. (Reals and buffers of reals over
+    /// The statements making the dual inputs of type `dual`, tangents from
+    /// the `TangentSeeds` local `seeds` in input leaf order (`Seeds` for
+    /// `Dual`, `ChunkSeeds` for `DualVec`). (Reals and buffers of reals over
     /// any scalar: the machine float here, the caller's dual values in a
     /// nested `jvp`, `compiled_nested.rs`.)
-    pub(super) fn compiled_dual_inputs(&self, seeds: &Ident) -> Vec<TokenStream> {
+    pub(super) fn compiled_dual_inputs(
+        &self,
+        seeds: &Ident,
+        dual: &TokenStream,
+    ) -> Vec<TokenStream> {
         let prim = &self.prim;
-        let dual = quote!(::deltad::__private::dual_input);
+        let seed = |value: TokenStream| quote!(::deltad::__private::TangentSeeds::seed(&mut #seeds, #value));
         self.signature
             .params
             .iter()
@@ -148,26 +161,34 @@ impl Generator<'_> {
                     kind if crate::types::user_elements(kind).is_some() => {
                         let elem = crate::types::user_elements(kind);
                         Some(quote! {
-                            let #input: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, ::deltad::__private::Dual<#prim>>> =
-                                #name.iter().map(|__deltad_e| ::deltad::__private::twin_duals::<#prim, #elem>(__deltad_e, &mut #seeds)).collect();
+                            let #input: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #dual>> =
+                                #name.iter().map(|__deltad_e| ::deltad::__private::twin_duals::<#prim, #elem, _>(__deltad_e, &mut #seeds)).collect();
                         })
                     }
                     ParamKind::Structured { value, .. } => {
                         let borrowed = struct_ref(param);
                         Some(quote! {
-                            let #input: ::deltad::__private::TwinOf<#value, ::deltad::__private::Dual<#prim>> =
-                                ::deltad::__private::twin_duals::<#prim, #value>(#borrowed, &mut #seeds);
+                            let #input: ::deltad::__private::TwinOf<#value, #dual> =
+                                ::deltad::__private::twin_duals::<#prim, #value, _>(#borrowed, &mut #seeds);
                         })
                     }
-                    ParamKind::Real => Some(quote!(let #input = #dual(#name, #seeds.next_tangent());)),
-                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => Some(quote! {
-                        let #input: [::deltad::__private::Dual<_>; #len] =
-                            ::core::array::from_fn(|__deltad_k| #dual(#name[__deltad_k], #seeds.next_tangent()));
-                    }),
-                    kind if kind.is_active() => Some(quote! {
-                        let #input: ::std::vec::Vec<::deltad::__private::Dual<_>> =
-                            #name.iter().map(|&__deltad_e| #dual(__deltad_e, #seeds.next_tangent())).collect();
-                    }),
+                    ParamKind::Real => {
+                        let seeded = seed(quote!(#name));
+                        Some(quote!(let #input: #dual = #seeded;))
+                    }
+                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                        let seeded = seed(quote!(#name[__deltad_k]));
+                        Some(quote! {
+                            let #input: [#dual; #len] = ::core::array::from_fn(|__deltad_k| #seeded);
+                        })
+                    }
+                    kind if kind.is_active() => {
+                        let seeded = seed(quote!(__deltad_e));
+                        Some(quote! {
+                            let #input: ::std::vec::Vec<#dual> =
+                                #name.iter().map(|&__deltad_e| #seeded).collect();
+                        })
+                    }
                     _ => None,
                 }
             })
@@ -184,30 +205,30 @@ impl Generator<'_> {
             .map(|param| {
                 let name = &param.name;
                 let elements = crate::types::user_elements(&param.kind).is_some();
-                match (&param.kind, scalar) {
-                    (ParamKind::Structured { .. }, Scalar::Machine) if elements => {
+                match (&param.kind, scalar == Scalar::Machine) {
+                    (ParamKind::Structured { .. }, true) if elements => {
                         let adjoint = self.twin_adjoint_local(name);
                         quote!(&mut #adjoint[..])
                     }
-                    (ParamKind::Structured { .. }, Scalar::Dual) if elements => {
+                    (ParamKind::Structured { .. }, false) if elements => {
                         let adjoint = self.dual_adjoint(name);
                         quote!(&mut #adjoint[..])
                     }
-                    (ParamKind::Structured { .. }, Scalar::Machine) => {
+                    (ParamKind::Structured { .. }, true) => {
                         let adjoint = self.twin_adjoint_local(name);
                         quote!(&mut #adjoint)
                     }
-                    (ParamKind::Structured { .. }, Scalar::Dual) => {
+                    (ParamKind::Structured { .. }, false) => {
                         let adjoint = self.dual_adjoint(name);
                         quote!(&mut #adjoint)
                     }
-                    (ParamKind::Real, Scalar::Machine) => quote!(&mut #grad.#name),
-                    (kind, Scalar::Machine) if kind.is_active() => quote!(&mut #grad.#name[..]),
-                    (ParamKind::Real, Scalar::Dual) => {
+                    (ParamKind::Real, true) => quote!(&mut #grad.#name),
+                    (kind, true) if kind.is_active() => quote!(&mut #grad.#name[..]),
+                    (ParamKind::Real, false) => {
                         let adjoint = self.dual_adjoint(name);
                         quote!(&mut #adjoint)
                     }
-                    (kind, Scalar::Dual) if kind.is_active() => {
+                    (kind, false) if kind.is_active() => {
                         let adjoint = self.dual_adjoint(name);
                         quote!(&mut #adjoint[..])
                     }
@@ -694,7 +715,11 @@ impl Generator<'_> {
         }
     }
 
-    pub(super) fn compiled_jacobian_body(&self) -> TokenStream {
+    /// `jacobian` on the compiled path: reverse sweeps, one per output
+    /// real; with `choose`, forward chunks (`jacobian_fwd`) instead where
+    /// the output has more reals than the input (known after the forward
+    /// pass, which is then the only work wasted).
+    pub(super) fn compiled_jacobian_body(&self, choose: bool) -> TokenStream {
         if matches!(self.signature.output, crate::signature::Output::Real) {
             let body = self.compiled_value_and_grad_body(None);
             return quote! {
@@ -727,12 +752,22 @@ impl Generator<'_> {
         let (before, after) = self.struct_passes(&grad, false);
         let (count_of, unit, _) = self.result_seeds(&value, &k);
         let result = self.user_result(quote!(#value));
+        let switch = choose.then(|| {
+            let inputs = self.input_count();
+            let forward = self.call_jacobian_fwd();
+            quote! {
+                if #count > #inputs {
+                    return #forward;
+                }
+            }
+        });
         let (_, run) = self.with_stack(
             Scalar::Machine,
             quote! {
                 #before
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                 let #count = #count_of;
+                #switch
                 // A copy of what the forward pass kept, in a second pooled
                 // stack.
                 ::deltad::__private::with_stack::<#prim, _>(|#kept| {
@@ -763,7 +798,7 @@ impl Generator<'_> {
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let fwd = Ident::new(FWD_FN, Span::call_site());
         let seeds = self.names.local("seeds");
-        let inputs = self.compiled_dual_inputs(&seeds);
+        let inputs = self.compiled_dual_inputs(&seeds, &self.scalar_type(Scalar::Dual));
         let args = self.pass_args(Scalar::Dual, true);
         let dual_output = self.pass_output_type(Scalar::Dual);
         let split = match self.signature.buffer_output() {
@@ -792,19 +827,28 @@ impl Generator<'_> {
         }
     }
 
-    /// One forward-over-reverse evaluation with tangents from the `Seeds`
-    /// local `seeds`: an expression `(Grad of the adjoints' values (the
-    /// gradient), Grad of their tangents (H·v))`.
-    pub(super) fn compiled_forward_over_reverse(&self, seeds: &Ident) -> TokenStream {
-        let prim = &self.prim;
-        let dual = quote!(::deltad::__private::Dual<#prim>);
+    /// One forward-over-reverse evaluation on `scalar` (`Dual` or
+    /// `Chunk`) with tangents from the `TangentSeeds` local `seeds`: an
+    /// expression `(Grad of the adjoints' values (the gradient), H·v)`,
+    /// H·v a `Grad` of the adjoints' tangents for `Dual`, a `Vec` of one
+    /// `Grad` per tangent of the chunk for `Chunk`.
+    pub(super) fn compiled_forward_over_reverse(
+        &self,
+        seeds: &Ident,
+        scalar: Scalar,
+    ) -> TokenStream {
+        let dual = self.scalar_type(scalar);
+        let tangent = match scalar {
+            Scalar::Chunk => quote!(tangents[__deltad_lane]),
+            _ => quote!(tangent),
+        };
         let zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
         // The forward pass's value is not read: only the adjoint's.
         let (fwd, adj) = (
             Ident::new(FWD_UNVALUED_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
         );
-        let inputs = self.compiled_dual_inputs(seeds);
+        let inputs = self.compiled_dual_inputs(seeds, &dual);
         let mut adjoints = Vec::new();
         // The `Grad` fields of the adjoints' tangents (H·v) and values (the
         // gradient).
@@ -828,7 +872,7 @@ impl Generator<'_> {
                             )
                         }
                     };
-                    fields.push(field(quote!(tangent)));
+                    fields.push(field(tangent.clone()));
                     value_fields.push(field(quote!(value)));
                 }
                 ParamKind::Structured { value, .. } => {
@@ -845,12 +889,12 @@ impl Generator<'_> {
                             )
                         }
                     };
-                    fields.push(field(quote!(tangent)));
+                    fields.push(field(tangent.clone()));
                     value_fields.push(field(quote!(value)));
                 }
                 ParamKind::Real => {
                     adjoints.push(quote!(let mut #adjoint: #dual = #zero;));
-                    fields.push(quote!(#name: #adjoint.tangent));
+                    fields.push(quote!(#name: #adjoint.#tangent));
                     value_fields.push(quote!(#name: #adjoint.value));
                 }
                 kind if kind.is_active() => {
@@ -863,7 +907,7 @@ impl Generator<'_> {
                             quote!(#name: #adjoint.iter().map(|__deltad_d| __deltad_d.#part).collect())
                         }
                     };
-                    fields.push(field(quote!(tangent)));
+                    fields.push(field(tangent.clone()));
                     value_fields.push(field(quote!(value)));
                 }
                 _ => {}
@@ -874,11 +918,11 @@ impl Generator<'_> {
         let phantom = self
             .no_active_params()
             .then(|| quote!(__deltad_element: ::core::marker::PhantomData,));
-        let fwd_args = self.pass_args(Scalar::Dual, false);
+        let fwd_args = self.pass_args(scalar, false);
         // Repeated (Hessian rows): every call clones by-value parameters.
-        let adj_args = self.pass_args(Scalar::Dual, false);
+        let adj_args = self.pass_args(scalar, false);
         let unused = Ident::new("__deltad_unused", Span::mixed_site());
-        let sinks = self.pass_sinks(Scalar::Dual, &unused);
+        let sinks = self.pass_sinks(scalar, &unused);
         let stack = Ident::new("__deltad_stack", Span::mixed_site());
         // Nothing reads the value: where the forward pass keeps nothing
         // and has no effect, the adjoint runs alone (as in `grad`).
@@ -887,18 +931,26 @@ impl Generator<'_> {
             quote!(let _ = #fwd(&mut *#stack, #(#fwd_args),*);),
         );
         let (_, run) = self.with_stack(
-            Scalar::Dual,
+            scalar,
             quote! {
                 #forward
                 #adj(&mut *#stack, #(#adj_args,)* <#dual as ::deltad::__private::Scalar>::one(), #(#sinks),*);
             },
         );
+        let hv = match scalar {
+            Scalar::Chunk => quote! {
+                (0..::deltad::__private::CHUNK)
+                    .map(|__deltad_lane| -> #grad_type { #grad { #(#fields,)* #phantom } })
+                    .collect::<::std::vec::Vec<#grad_type>>()
+            },
+            _ => quote!(#grad { #(#fields,)* #phantom }),
+        };
         quote! {{
             #(#inputs)*
             #(#adjoints)*
             #run;
             let __deltad_gradient: #grad_type = #grad { #(#value_fields,)* #phantom };
-            let __deltad_hv: #grad_type = #grad { #(#fields,)* #phantom };
+            let __deltad_hv = #hv;
             (__deltad_gradient, __deltad_hv)
         }}
     }

@@ -8,6 +8,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::Ident;
 
+use super::compiled_wrappers::Scalar;
 use super::{Generator, InputMode, Inputs};
 use crate::names::items;
 use crate::signature::{Output, ParamKind, Passing};
@@ -24,10 +25,14 @@ impl Generator<'_> {
 
     pub(super) fn higher_order(&self, stub: bool) -> TokenStream {
         let jvp = self.jvp(stub);
+        let chunks = self.forward_chunks(stub);
+        let sparse = self.sparse_jacobians(stub);
         let second = self.has_second_order().then(|| self.second_order(stub));
         let flatten = self.flatten_grad();
         quote! {
             #jvp
+            #chunks
+            #sparse
             #second
             #flatten
         }
@@ -92,7 +97,6 @@ impl Generator<'_> {
         let generics = self.fn_generics();
         let where_clause = &self.signature.where_clause;
         let params = self.wrapper_params();
-        let prim = &self.prim;
         let grad_type = self.grad_type();
         let output_type = self.output_type();
         let results_type = self.results_type();
@@ -111,40 +115,13 @@ impl Generator<'_> {
         } else if self.compiled.is_some() {
             self.compiled_jvp_body(&tangent)
         } else {
-            let tape = &self.names.tape;
             let seeds = self.names.local("seeds");
-            let reader = self.names.local("reader");
-            let output = self.names.local("output");
-            let results = self.names.local("results");
-            let record_fn = Ident::new(items::RECORD_FN, Span::call_site());
-            let mode = InputMode::Dual {
-                seeds: &seeds,
-                active: false,
-                repeated: false,
-            };
-            let mut inputs = self.inputs_in(&reader, &mode);
-            let (bind, write_back, value) = self.results(
-                &output,
-                &mut inputs,
-                &quote!(::deltad::__private::forward_value),
-            );
-            let Inputs {
-                prepare,
-                record_args,
-                ..
-            } = inputs;
+            let pass = self.tape_forward(&seeds, false);
             quote! {
                 let mut __deltad_flat = ::std::vec::Vec::new();
                 #flatten(#tangent, &mut __deltad_flat);
                 let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
-                let #tape = &::deltad::__private::Tape::<::deltad::__private::Dual<#prim>>::forward_only();
-                #(#prepare)*
-                let #output = #record_fn(#tape, #(#record_args),*);
-                #bind
-                let __deltad_value = #value;
-                let __deltad_tangent = ::deltad::__private::forward_tangent::<#prim, #results_type>(&#results);
-                #write_back
-                (__deltad_value, __deltad_tangent)
+                #pass
             }
         };
         quote! {
@@ -154,6 +131,46 @@ impl Generator<'_> {
                 #body
             }
         }
+    }
+
+    /// One forward pass on the tape's dual numbers (recording nothing),
+    /// tangents from the `Seeds` local `seeds`: a block ending in
+    /// `(value, tangent)`, the tangent shaped like the results. `repeated`:
+    /// one of many passes (by-value parameters are cloned).
+    pub(super) fn tape_forward(&self, seeds: &Ident, repeated: bool) -> TokenStream {
+        let prim = &self.prim;
+        let results_type = self.results_type();
+        let tape = &self.names.tape;
+        let reader = self.names.local("reader");
+        let output = self.names.local("output");
+        let results = self.names.local("results");
+        let record_fn = Ident::new(items::RECORD_FN, Span::call_site());
+        let mode = InputMode::Dual {
+            seeds,
+            active: false,
+            repeated,
+        };
+        let mut inputs = self.inputs_in(&reader, &mode);
+        let (bind, write_back, value) = self.results(
+            &output,
+            &mut inputs,
+            &quote!(::deltad::__private::forward_value),
+        );
+        let Inputs {
+            prepare,
+            record_args,
+            ..
+        } = inputs;
+        quote! {{
+            let #tape = &::deltad::__private::Tape::<::deltad::__private::Dual<#prim>>::forward_only();
+            #(#prepare)*
+            let #output = #record_fn(#tape, #(#record_args),*);
+            #bind
+            let __deltad_value = #value;
+            let __deltad_tangent = ::deltad::__private::forward_tangent::<#prim, #results_type>(&#results);
+            #write_back
+            (__deltad_value, __deltad_tangent)
+        }}
     }
 
     /// One forward-over-reverse pass with tangents from the `Seeds` local
@@ -193,7 +210,7 @@ impl Generator<'_> {
     }
 
     /// The number of differentiated input reals, from the parameters.
-    fn input_count(&self) -> TokenStream {
+    pub(super) fn input_count(&self) -> TokenStream {
         let prim = &self.prim;
         let counts = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
@@ -235,6 +252,8 @@ impl Generator<'_> {
         );
         let fn_name = self.fn_name();
         let v = Ident::new("v", Span::mixed_site());
+        let vs = Ident::new("vs", Span::mixed_site());
+        let hvps_fn = name_of(items::HVPS_FN);
         let seeds = self.names.local("seeds");
         let reader = self.names.local("reader");
         let body = |body: TokenStream| {
@@ -244,14 +263,37 @@ impl Generator<'_> {
                 body
             }
         };
-        let (once, repeated) = if self.compiled.is_some() {
-            let pass = self.compiled_forward_over_reverse(&seeds);
+        let compiled = self.compiled.is_some();
+        let (once, repeated) = if compiled {
+            let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Dual);
             (pass.clone(), pass)
         } else {
             (
                 self.forward_over_reverse(&seeds, false),
                 self.forward_over_reverse(&seeds, true),
             )
+        };
+        let chunk = ::quote::quote!(::deltad::__private::CHUNK);
+        // Hessian-vector products along the flat directions `directions`
+        // (a local `&[Vec<prim>]`), as an iterator of `Grad`s: compiled,
+        // one pass per chunk of them; on the tape, one pass each.
+        let hvps_of = |count: TokenStream, seeds_of: TokenStream| {
+            if compiled {
+                let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Chunk);
+                quote! {
+                    (0..#count).step_by(#chunk).flat_map(|__deltad_start| {
+                        let mut #seeds = #seeds_of;
+                        #pass.1.into_iter().take(#chunk.min(#count - __deltad_start))
+                    })
+                }
+            } else {
+                quote! {
+                    (0..#count).map(|__deltad_start| -> #grad_type {
+                        let mut #seeds = #seeds_of;
+                        #repeated.1
+                    })
+                }
+            }
         };
         let count = self.input_count();
         // The diagonal as a `Grad`, read from a flat list.
@@ -270,12 +312,36 @@ impl Generator<'_> {
             let (__deltad_gradient, __deltad_hv) = #once;
             (__deltad_gradient, __deltad_hv)
         });
-        let rows = quote! {
-            (0..#count).map(|__deltad_i| -> #grad_type {
-                let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(__deltad_i);
-                #repeated.1
-            })
+        let rows = if compiled {
+            hvps_of(
+                count.clone(),
+                quote!(::deltad::__private::ChunkSeeds::<#prim, { #chunk }>::unit_block(__deltad_start)),
+            )
+        } else {
+            hvps_of(
+                count.clone(),
+                quote!(::deltad::__private::Seeds::<#prim>::unit(__deltad_start)),
+            )
         };
+        let directions = if compiled {
+            quote!(::deltad::__private::ChunkSeeds::<#prim, { #chunk }>::given(&__deltad_directions, __deltad_start))
+        } else {
+            quote!(::deltad::__private::Seeds::from_flat(
+                __deltad_directions[__deltad_start].clone()
+            ))
+        };
+        let hvps = hvps_of(quote!(#vs.len()), directions);
+        let hvps_body = body(quote! {
+            let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #vs
+                .iter()
+                .map(|__deltad_v| {
+                    let mut __deltad_flat = ::std::vec::Vec::new();
+                    #flatten(__deltad_v, &mut __deltad_flat);
+                    __deltad_flat
+                })
+                .collect();
+            #hvps.collect()
+        });
         let hessian_body = body(quote!(#rows.collect()));
         let diagonal = quote! {
             let __deltad_diagonal: ::std::vec::Vec<#prim> = #rows
@@ -295,13 +361,23 @@ impl Generator<'_> {
             #diagonal
             __deltad_diagonal.iter().copied().sum()
         });
+        let per = if compiled {
+            "one forward-over-reverse pass per 8 input reals (dual numbers carrying 8 tangents)"
+        } else {
+            "one forward-over-reverse pass per input real"
+        };
         let docs = [
             format!("The Hessian of `{fn_name}` times `v` (shaped like the parameters, in a `Grad`): one forward-over-reverse pass (the reverse sweep on dual numbers)."),
-            format!("The Hessian of `{fn_name}`: row i is the gradient of ∂`{fn_name}`/∂x_i, for the differentiated input reals x_i in leaf order; one forward-over-reverse pass per input real."),
-            format!("The diagonal of the Hessian of `{fn_name}` (∂²`{fn_name}`/∂x_i²), shaped like the parameters; one forward-over-reverse pass per input real."),
-            format!("The Laplacian of `{fn_name}`: the trace of its Hessian; one forward-over-reverse pass per input real."),
+            format!("The Hessian of `{fn_name}`: row i is the gradient of ∂`{fn_name}`/∂x_i, for the differentiated input reals x_i in leaf order; {per}."),
+            format!("The diagonal of the Hessian of `{fn_name}` (∂²`{fn_name}`/∂x_i²), shaped like the parameters; {per}."),
+            format!("The Laplacian of `{fn_name}`: the trace of its Hessian; {per}."),
+            format!("The Hessian of `{fn_name}` times each of `vs` (each shaped like the parameters, in a `Grad`), in order; {}.", if compiled {
+                "one forward-over-reverse pass per 8 of them (dual numbers carrying 8 tangents)"
+            } else {
+                "one forward-over-reverse pass each"
+            }),
         ];
-        let [hvp_doc, hessian_doc, diagonal_doc, laplacian_doc] = &docs;
+        let [hvp_doc, hessian_doc, diagonal_doc, laplacian_doc, hvps_doc] = &docs;
         let grad_and_hvp_doc = format!(
             "The gradient of `{fn_name}` and its Hessian times `v`, from the one forward-over-reverse pass `hvp` runs (the gradient is the values of the adjoints whose tangents are H·v): the price of `hvp` alone."
         );
@@ -310,6 +386,12 @@ impl Generator<'_> {
             #[inline]
             pub fn #hvp_fn #generics (#(#params,)* #v: &#grad_type) -> #grad_type #where_clause {
                 #hvp_body
+            }
+
+            #[doc = #hvps_doc]
+            #[inline]
+            pub fn #hvps_fn #generics (#(#params,)* #vs: &[#grad_type]) -> ::std::vec::Vec<#grad_type> #where_clause {
+                #hvps_body
             }
 
             #[doc = #grad_and_hvp_doc]

@@ -29,11 +29,12 @@ impl Generator<'_> {
         let grad_type = self.grad_type();
         let output_type = self.output_type();
         let names = |name: &str| Ident::new(name, Span::call_site());
-        let (grad_fn, value_and_grad_fn, vjp_fn, jacobian_fn) = (
+        let (grad_fn, value_and_grad_fn, vjp_fn, jacobian_fn, jacobian_rev_fn) = (
             names(items::GRAD_FN),
             names(items::VALUE_AND_GRAD_FN),
             names(items::VJP_FN),
             names(items::JACOBIAN_FN),
+            names(items::JACOBIAN_REV_FN),
         );
         let arg_names: Vec<&Ident> = self.signature.params.iter().map(|p| &p.name).collect();
         let fn_name = self.fn_name();
@@ -145,23 +146,47 @@ impl Generator<'_> {
              output weighted by the matching real of the seed). One recording pass and one \
              reverse sweep."
         );
-        let jacobian_doc = format!(
-            "The Jacobian of `{fn_name}`: its value and one `Grad` per real of the output \
-             (row i is the gradient of output real i).\n\nThe reals of the output are numbered \
-             in the order of the output's structure: elements in index order, tuple components \
-             and struct fields in declaration order, depth first. Records one pass and runs one \
-             reverse sweep per output real over the same tape."
+        let rows_doc = "The reals of the output are numbered in the order of the output's \
+             structure: elements in index order, tuple components and struct fields in \
+             declaration order, depth first.";
+        let jacobian_doc = if self.jacobian_chooses() {
+            format!(
+                "The Jacobian of `{fn_name}`: its value and one `Grad` per real of the output \
+                 (row i is the gradient of output real i).\n\n{rows_doc} Picks its mode: \
+                 one forward pass on the machine float, then, if the output has more reals \
+                 than the input, forward mode by chunks of 8 input reals (`jacobian_fwd`), \
+                 otherwise one reverse sweep per output real over what that pass kept \
+                 (`jacobian_rev`)."
+            )
+        } else {
+            format!(
+                "The Jacobian of `{fn_name}`: its value and one `Grad` per real of the output \
+                 (row i is the gradient of output real i).\n\n{rows_doc} Reverse mode: one \
+                 pass, then one reverse sweep per output real (as `jacobian_rev`)."
+            )
+        };
+        let jacobian_rev_doc = format!(
+            "The Jacobian of `{fn_name}` by reverse mode, as `jacobian` returns it: one pass, \
+             then one reverse sweep per output real. The mode of choice when the output has \
+             fewer reals than the input."
         );
-        let (vjp_body, jacobian_body) = if self.compiled.is_some() {
+        let (vjp_body, jacobian_rev_body) = if self.compiled.is_some() {
             (
                 self.compiled_value_and_grad_body(Some(&seed)),
-                self.compiled_jacobian_body(),
+                self.compiled_jacobian_body(false),
             )
         } else {
             (self.vjp_body(&seed), self.jacobian_body())
         };
+        let jacobian_body = if self.jacobian_chooses() {
+            self.compiled_jacobian_body(true)
+        } else {
+            let args = &arg_names;
+            quote!(#jacobian_rev_fn(#(#args),*))
+        };
         let vjp_body = body(vjp_body);
         let jacobian_body = body(jacobian_body);
+        let jacobian_rev_body = body(jacobian_rev_body);
         let check = self.check_fn(stub);
         let stats_fn = Ident::new(items::TAPE_STATS_FN, Span::call_site());
         let stats_doc = format!(
@@ -212,6 +237,12 @@ impl Generator<'_> {
             #[inline]
             pub fn #jacobian_fn #generics (#(#params),*) -> (#output_type, ::std::vec::Vec<#grad_type>) #where_clause {
                 #jacobian_body
+            }
+
+            #[doc = #jacobian_rev_doc]
+            #[inline]
+            pub fn #jacobian_rev_fn #generics (#(#params),*) -> (#output_type, ::std::vec::Vec<#grad_type>) #where_clause {
+                #jacobian_rev_body
             }
         }
     }

@@ -110,6 +110,18 @@ where
     )
 }
 
+/// One part of every element of a buffer result on dual values (the
+/// values, or tangent `k` of a chunk), as a buffer of the machine float.
+pub fn buffer_part<S, P, B, V>(result: &B, part: impl Fn(&S) -> P) -> V
+where
+    P: Primitive,
+    B: ResultBuffer<S>,
+    V: ResultBuffer<P>,
+{
+    let elements = result.elements();
+    V::from_elements(elements.len(), |k| part(&elements[k]))
+}
+
 /// The values of a recorded buffer result (of dual values on `tape`).
 pub fn recorded_values<'t, S, B, V>(result: &B) -> V
 where

@@ -22,8 +22,7 @@ use std::ops::Deref;
 
 use super::params::{Discard, PassActive, PassConstant, PassOwned};
 use crate::differentiable::Differentiable;
-use crate::dual::Dual;
-use crate::forward::Seeds;
+use crate::forward::TangentSeeds;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 use crate::tape::Tape;
@@ -185,14 +184,14 @@ pub fn twin_zeros<S: Scalar, T: Differentiable<S::Prim>>(value: &T) -> TwinOf<T,
 /// The twin of `value` on dual numbers whose tangents come from `seeds`
 /// (in leaf order).
 #[inline]
-pub fn twin_duals<P: Primitive, T: Differentiable<P>>(
+pub fn twin_duals<P: Primitive, T: Differentiable<P>, K: TangentSeeds<P>>(
     value: &T,
-    seeds: &mut Seeds<P>,
-) -> TwinOf<T, Dual<P>>
+    seeds: &mut K,
+) -> TwinOf<T, K::Dual>
 where
-    Dual<P>: Scalar<Prim = P>,
+    K::Dual: Scalar<Prim = P>,
 {
-    value.build(&mut |x| Active(Dual::new(x, seeds.next_tangent())))
+    value.build(&mut |x| Active(seeds.seed(x)))
 }
 
 /// The value in the user's type whose reals are `part` of the adjoint
@@ -829,6 +828,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dual::Dual;
 
     #[test]
     fn leaves_read_and_accumulate() {

@@ -1,0 +1,355 @@
+//! Vector forward mode and the choice of mode for Jacobians:
+//!
+//! * `jvps`: the derivative along many tangents; on the compiled path one
+//!   forward pass on `DualVec` per chunk of `CHUNK` tangents;
+//! * `jacobian_fwd`: the Jacobian by columns, chunks of unit tangents;
+//! * `jacobian_rev`: by rows, one reverse sweep per output real (the body
+//!   `wrappers.rs` makes);
+//! * `jacobian`: forward chunks where the function has fewer input reals
+//!   than output reals, reverse sweeps otherwise (compiled path).
+//!
+//! On the tape path `jvps` and `jacobian_fwd` take one forward pass per
+//! tangent (the tape's dual numbers carry one tangent).
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::Ident;
+
+use super::compiled::FWD_FN;
+use super::compiled_wrappers::Scalar;
+use super::Generator;
+use crate::names::items;
+use crate::signature::{Output, ParamKind};
+
+impl Generator<'_> {
+    /// True if `jvps` and `jacobian_fwd` exist: the function may be called
+    /// many times (no `&mut` results) and has a result.
+    pub(super) fn has_forward_chunks(&self) -> bool {
+        super::has_check(self.signature) && !matches!(self.signature.output, Output::Unit)
+    }
+
+    /// True if `jacobian` may switch to forward chunks: they exist, the
+    /// function is compiled, and calling it many times adds no `Clone`
+    /// bound that `jacobian` itself does not have.
+    pub(super) fn jacobian_chooses(&self) -> bool {
+        self.has_forward_chunks()
+            && self.compiled.is_some()
+            && !matches!(self.signature.output, Output::Real)
+            && self.signature.params.iter().all(|p| {
+                matches!(p.kind, ParamKind::Function { .. })
+                    || p.kind.is_active()
+                    || super::surely_clone(&p.ty)
+            })
+    }
+
+    /// `jvps` and `jacobian_fwd`.
+    pub(super) fn forward_chunks(&self, stub: bool) -> TokenStream {
+        if !self.has_forward_chunks() {
+            return TokenStream::new();
+        }
+        let generics = self.fn_generics();
+        let where_clause = super::clone_where_clause(self.signature);
+        let params = self.wrapper_params();
+        let grad_type = self.grad_type();
+        let output_type = self.output_type();
+        let results_type = self.results_type();
+        let (jvps_fn, jacobian_fwd_fn) = (
+            Ident::new(items::JVPS_FN, Span::call_site()),
+            Ident::new(items::JACOBIAN_FWD_FN, Span::call_site()),
+        );
+        let tangents = Ident::new("tangents", Span::mixed_site());
+        let fn_name = self.fn_name();
+        let jvps_doc = format!(
+            "Forward mode along many directions: the value of `{fn_name}` and, for each \
+             tangent, the derivative of its results along it (J·tangent), shaped like the \
+             results.\n\nEach tangent gives one direction per differentiated parameter, in a \
+             `Grad`. {}",
+            if self.compiled.is_some() {
+                "One pass of the forward pass per chunk of 8 tangents (dual numbers carrying \
+                 8 tangents: the values and the local derivatives are computed once per \
+                 chunk); nothing is recorded."
+            } else {
+                "One forward pass on dual numbers per tangent; nothing is recorded."
+            }
+        );
+        let jacobian_fwd_doc = format!(
+            "The Jacobian of `{fn_name}` by forward mode: its value and one `Grad` per real of \
+             the output, as `jacobian` returns them.\n\n{}",
+            if self.compiled.is_some() {
+                "One forward pass per 8 input reals (a chunk of 8 unit tangents): the mode \
+                 of choice when the function has fewer input reals than output reals."
+            } else {
+                "One forward pass per input real (this function takes the tape; on it the \
+                 dual numbers carry one tangent)."
+            }
+        );
+        let (jvps_body, jacobian_fwd_body) = if stub {
+            (
+                quote!(::core::unreachable!()),
+                quote!(::core::unreachable!()),
+            )
+        } else if self.compiled.is_some() {
+            (
+                self.compiled_jvps_body(&tangents),
+                self.compiled_jacobian_fwd_body(),
+            )
+        } else {
+            (
+                self.tape_jvps_body(&tangents),
+                self.tape_jacobian_fwd_body(),
+            )
+        };
+        quote! {
+            #[doc = #jvps_doc]
+            #[inline]
+            pub fn #jvps_fn #generics (#(#params,)* #tangents: &[#grad_type]) -> (#output_type, ::std::vec::Vec<#results_type>) #where_clause {
+                #jvps_body
+            }
+
+            #[doc = #jacobian_fwd_doc]
+            #[inline]
+            pub fn #jacobian_fwd_fn #generics (#(#params),*) -> (#output_type, ::std::vec::Vec<#grad_type>) #where_clause {
+                #jacobian_fwd_body
+            }
+        }
+    }
+
+    /// A call of `jacobian_fwd` with the wrapper's own arguments (for
+    /// `jacobian`'s choice).
+    pub(super) fn call_jacobian_fwd(&self) -> TokenStream {
+        let jacobian_fwd_fn = Ident::new(items::JACOBIAN_FWD_FN, Span::call_site());
+        let args = self.signature.params.iter().map(|p| &p.name);
+        quote!(#jacobian_fwd_fn(#(#args),*))
+    }
+
+    /// One forward pass on `scalar` (`Chunk`: `DualVec`, `Trace`: `Tracer`)
+    /// with inputs from the `TangentSeeds` expression `seeds`: a block whose
+    /// value is the pass's result.
+    pub(super) fn compiled_seeded_pass(&self, scalar: Scalar, seeds: TokenStream) -> TokenStream {
+        let local = Ident::new("__deltad_seeds", Span::mixed_site());
+        let fwd = Ident::new(FWD_FN, Span::call_site());
+        let inputs = self.compiled_dual_inputs(&local, &self.scalar_type(scalar));
+        let args = self.pass_args(scalar, false);
+        let output = self.pass_output_type(scalar);
+        quote! {{
+            let mut #local = #seeds;
+            #(#inputs)*
+            let __deltad_result: #output = #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
+            __deltad_result
+        }}
+    }
+
+    /// The output in the user's type from a chunk pass's result `result`,
+    /// each real made by `part` (a closure of one `DualVec`).
+    pub(super) fn chunk_part(&self, result: &Ident, part: TokenStream) -> TokenStream {
+        let prim = &self.prim;
+        let chunk = self.scalar_type(Scalar::Chunk);
+        if let Some(ty) = self.signature.struct_output() {
+            return quote!(::deltad::__private::twin_gradient::<#chunk, #ty>(&#result, #part));
+        }
+        match self.signature.buffer_output() {
+            None => quote!((#part)(#result)),
+            Some(_) => {
+                let output = self.pass_output_type(Scalar::Machine);
+                quote! {
+                    ::deltad::__private::buffer_part::<#chunk, #prim, _, #output>(
+                        &#result,
+                        |__deltad_d: &#chunk| (#part)(*__deltad_d),
+                    )
+                }
+            }
+        }
+    }
+
+    /// The output reals of a pass's result `result` on `scalar`, in output
+    /// leaf order, as a `Vec`.
+    pub(super) fn pass_reals(&self, result: &Ident, scalar: Scalar) -> TokenStream {
+        let chunk = self.scalar_type(scalar);
+        if let Some(ty) = self.signature.struct_output() {
+            return quote! {{
+                let mut __deltad_reals = ::std::vec::Vec::new();
+                ::deltad::__private::twin_leaves::<#chunk, #ty>(&#result, &mut __deltad_reals);
+                __deltad_reals
+            }};
+        }
+        match self.signature.buffer_output() {
+            None => quote!(::std::vec![#result]),
+            Some(_) => quote!(#result[..].to_vec()),
+        }
+    }
+
+    fn compiled_jvps_body(&self, tangents: &Ident) -> TokenStream {
+        let prim = &self.prim;
+        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let result = Ident::new("__deltad_result", Span::mixed_site());
+        let chunk = self.scalar_type(Scalar::Chunk);
+        let pass = self.compiled_seeded_pass(
+            Scalar::Chunk,
+            quote! {
+                ::deltad::__private::ChunkSeeds::<#prim, { ::deltad::__private::CHUNK }>::given(
+                    &__deltad_directions, __deltad_start,
+                )
+            },
+        );
+        let value = self.chunk_part(&result, quote!(|__deltad_d: #chunk| __deltad_d.value));
+        let lane = self.chunk_part(
+            &result,
+            quote!(|__deltad_d: #chunk| __deltad_d.tangents[__deltad_lane]),
+        );
+        quote! {
+            let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #tangents
+                .iter()
+                .map(|__deltad_t| {
+                    let mut __deltad_flat = ::std::vec::Vec::new();
+                    #flatten(__deltad_t, &mut __deltad_flat);
+                    __deltad_flat
+                })
+                .collect();
+            let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
+            let mut __deltad_start = 0usize;
+            let mut __deltad_value = ::core::option::Option::None;
+            // At least one pass (for the value), then one per chunk.
+            while __deltad_value.is_none() || __deltad_start < #tangents.len() {
+                let #result = #pass;
+                if __deltad_value.is_none() {
+                    __deltad_value = ::core::option::Option::Some(#value);
+                }
+                let __deltad_lanes = ::deltad::__private::CHUNK
+                    .min(#tangents.len().saturating_sub(__deltad_start));
+                for __deltad_lane in 0..__deltad_lanes {
+                    __deltad_out.push(#lane);
+                }
+                __deltad_start += ::deltad::__private::CHUNK;
+            }
+            match __deltad_value {
+                ::core::option::Option::Some(__deltad_value) => (__deltad_value, __deltad_out),
+                ::core::option::Option::None => ::core::unreachable!(),
+            }
+        }
+    }
+
+    fn compiled_jacobian_fwd_body(&self) -> TokenStream {
+        let prim = &self.prim;
+        let result = Ident::new("__deltad_result", Span::mixed_site());
+        let chunk = self.scalar_type(Scalar::Chunk);
+        let pass = self.compiled_seeded_pass(Scalar::Chunk, quote! {
+            ::deltad::__private::ChunkSeeds::<#prim, { ::deltad::__private::CHUNK }>::unit_block(
+                __deltad_start,
+            )
+        });
+        let value = self.chunk_part(&result, quote!(|__deltad_d: #chunk| __deltad_d.value));
+        let reals = self.pass_reals(&result, Scalar::Chunk);
+        let count = self.input_count();
+        let rows = self.rows_from_matrix();
+        quote! {
+            let __deltad_n: usize = #count;
+            let mut __deltad_matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
+            let mut __deltad_start = 0usize;
+            let mut __deltad_value = ::core::option::Option::None;
+            let mut __deltad_m = 0usize;
+            while __deltad_value.is_none() || __deltad_start < __deltad_n {
+                let #result = #pass;
+                let __deltad_reals = #reals;
+                if __deltad_value.is_none() {
+                    __deltad_value = ::core::option::Option::Some(#value);
+                    __deltad_m = __deltad_reals.len();
+                }
+                ::deltad::__private::store_columns(
+                    &__deltad_reals, __deltad_start, __deltad_n, &mut __deltad_matrix,
+                );
+                __deltad_start += ::deltad::__private::CHUNK;
+            }
+            let __deltad_value = match __deltad_value {
+                ::core::option::Option::Some(__deltad_value) => __deltad_value,
+                ::core::option::Option::None => ::core::unreachable!(),
+            };
+            (__deltad_value, #rows)
+        }
+    }
+
+    /// The rows of the Jacobian as `Grad`s, from the locals
+    /// `__deltad_matrix` (row by row, `__deltad_n` columns) and
+    /// `__deltad_m` (rows).
+    fn rows_from_matrix(&self) -> TokenStream {
+        let grad_type = self.grad_type();
+        let reader = self.names.local("reader");
+        let fields = self.inputs(&reader).fields;
+        let row = self.grad_value(
+            &reader,
+            &quote!(&__deltad_matrix[__deltad_i * __deltad_n..(__deltad_i + 1) * __deltad_n]),
+            &fields,
+        );
+        quote! {
+            (0..__deltad_m)
+                .map(|__deltad_i| -> #grad_type { #row })
+                .collect::<::std::vec::Vec<#grad_type>>()
+        }
+    }
+
+    fn tape_jvps_body(&self, tangents: &Ident) -> TokenStream {
+        let prim = &self.prim;
+        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let seeds = self.names.local("seeds");
+        let pass = self.tape_forward(&seeds, true);
+        quote! {
+            let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
+            let mut __deltad_value = ::core::option::Option::None;
+            for __deltad_t in #tangents {
+                let mut __deltad_flat = ::std::vec::Vec::new();
+                #flatten(__deltad_t, &mut __deltad_flat);
+                let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
+                let (__deltad_v, __deltad_tangent) = #pass;
+                __deltad_value.get_or_insert(__deltad_v);
+                __deltad_out.push(__deltad_tangent);
+            }
+            let __deltad_value = match __deltad_value {
+                ::core::option::Option::Some(__deltad_value) => __deltad_value,
+                ::core::option::Option::None => {
+                    // No tangent: one pass along zero (a unit vector past
+                    // the inputs) for the value.
+                    let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(usize::MAX);
+                    #pass.0
+                }
+            };
+            (__deltad_value, __deltad_out)
+        }
+    }
+
+    fn tape_jacobian_fwd_body(&self) -> TokenStream {
+        let prim = &self.prim;
+        let seeds = self.names.local("seeds");
+        let pass = self.tape_forward(&seeds, true);
+        let results_type = self.results_type();
+        let count = self.input_count();
+        let rows = self.rows_from_matrix();
+        quote! {
+            let __deltad_n: usize = #count;
+            let mut __deltad_matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
+            let mut __deltad_value = ::core::option::Option::None;
+            let mut __deltad_m = 0usize;
+            let mut __deltad_j = 0usize;
+            while __deltad_value.is_none() || __deltad_j < __deltad_n {
+                let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(__deltad_j);
+                let (__deltad_v, __deltad_tangent) = #pass;
+                let __deltad_column =
+                    ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
+                if __deltad_value.is_none() {
+                    __deltad_value = ::core::option::Option::Some(__deltad_v);
+                    __deltad_m = __deltad_column.len();
+                    __deltad_matrix.resize(__deltad_m * __deltad_n, <#prim as ::deltad::__private::Primitive>::ZERO);
+                }
+                if __deltad_j < __deltad_n {
+                    for (__deltad_i, __deltad_d) in __deltad_column.into_iter().enumerate() {
+                        __deltad_matrix[__deltad_i * __deltad_n + __deltad_j] = __deltad_d;
+                    }
+                }
+                __deltad_j += 1;
+            }
+            let __deltad_value = match __deltad_value {
+                ::core::option::Option::Some(__deltad_value) => __deltad_value,
+                ::core::option::Option::None => ::core::unreachable!(),
+            };
+            (__deltad_value, #rows)
+        }
+    }
+}

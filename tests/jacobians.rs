@@ -1,0 +1,483 @@
+//! Jacobians by every strategy: forward chunks (`jacobian_fwd`), reverse
+//! sweeps (`jacobian_rev`) and `jacobian`'s choice between them, and
+//! `jvps` (many tangents per pass) against one `jvp` per tangent, on
+//! functions with dense, banded, block-diagonal, arrow-shaped and random
+//! sparse structure, of every output shape, on both engines.
+//!
+//! References: the two modes compute the same sums of products in
+//! different orders, so they agree to rounding (a relative 1e-12 of the
+//! row's scale; the entries are sums of at most a few dozen terms of
+//! magnitude O(1–10), whose rounding errors are ~1e-15 each); each lane of a
+//! chunk runs the very operations of a one-tangent `jvp`, so `jvps` equals
+//! `jvp` exactly; and the reverse rows are checked against central
+//! differences (`common`).
+
+#![allow(clippy::needless_range_loop)] // index loops are the differentiated code under test
+
+mod common;
+
+use deltad::{differentiate, Differentiable};
+
+/// 2 inputs, 9 outputs (more outputs than inputs: forward mode is chosen).
+#[differentiate]
+fn curve(x: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; 9];
+    for i in 0..9 {
+        let t = i as f64 * 0.25;
+        out[i] = (x[0] * t).sin() * x[1] + t * t * x[0].exp();
+    }
+    out
+}
+
+/// Tridiagonal: out[i] = x[i-1] - 2 x[i]² + x[i+1]·x[i].
+#[differentiate]
+fn banded(x: &[f64]) -> Vec<f64> {
+    let n = x.len();
+    let mut out = vec![0.0; n];
+    for i in 0..n {
+        let mut v = -2.0 * x[i] * x[i];
+        if i > 0 {
+            v += x[i - 1];
+        }
+        if i + 1 < n {
+            v += x[i + 1] * x[i];
+        }
+        out[i] = v;
+    }
+    out
+}
+
+/// Blocks of 3: each block's outputs depend on its own inputs only.
+#[differentiate]
+fn blocks(x: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    let mut b = 0;
+    while b + 3 <= x.len() {
+        let (u, v, w) = (x[b], x[b + 1], x[b + 2]);
+        out[b] = u * v;
+        out[b + 1] = v.sin() + w;
+        out[b + 2] = (u - w).exp();
+        b += 3;
+    }
+    out
+}
+
+/// Arrow: every output reads x[0]; output 0 reads every input.
+#[differentiate]
+fn arrow(x: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    let mut total = 0.0;
+    for i in 0..x.len() {
+        total += x[i] * x[i];
+    }
+    out[0] = total;
+    for i in 1..x.len() {
+        out[i] = x[0] * x[i] + x[i].cos();
+    }
+    out
+}
+
+/// A random sparse pattern, fixed by `links` (each output reads three
+/// inputs picked by a fixed table).
+#[differentiate]
+fn scattered(x: &[f64], #[no_grad] links: &[usize]) -> Vec<f64> {
+    let mut out = vec![0.0; links.len() / 3];
+    for r in 0..out.len() {
+        let (a, b, c) = (links[3 * r], links[3 * r + 1], links[3 * r + 2]);
+        out[r] = x[a] * x[b] - x[c].tanh();
+    }
+    out
+}
+
+/// Dense, an array result.
+#[differentiate]
+fn dense(x: &[f64; 4]) -> [f64; 5] {
+    let s = x[0] + 2.0 * x[1] - x[2] * x[3];
+    [
+        s.sin(),
+        s * s,
+        x[0] * x[1] * x[2],
+        (x[3] - x[0]).exp(),
+        s / (1.0 + x[1] * x[1]),
+    ]
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Differentiable)]
+struct Pair {
+    a: f64,
+    b: f64,
+}
+
+/// A struct result from a struct and a real.
+#[differentiate]
+fn pair(p: &Pair, s: f64) -> Pair {
+    Pair {
+        a: p.a * s + p.b.sin(),
+        b: p.a.hypot(p.b) * s,
+    }
+}
+
+/// A real result (one row).
+#[differentiate]
+fn energy(x: &[f64]) -> f64 {
+    let mut e = 0.0;
+    for i in 0..x.len() {
+        e += (x[i] * (i as f64 + 1.0)).sin() * x[i];
+    }
+    e
+}
+
+/// On the tape (`Vec::push` onto a local built in a loop keeps it there).
+#[differentiate]
+fn taped(x: &[f64]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for i in 0..x.len() {
+        out.push(x[i] * x[(i + 1) % x.len()]);
+    }
+    out.push(x.iter().map(|v| v * v).sum());
+    out
+}
+
+fn points(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| 0.3 + 0.17 * i as f64 - 0.011 * (i * i) as f64)
+        .collect()
+}
+
+/// Asserts two Jacobians (flat rows) agree to rounding.
+fn assert_same(label: &str, a: &[Vec<f64>], b: &[Vec<f64>]) {
+    assert_eq!(a.len(), b.len(), "{label}: row counts");
+    for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
+        assert_eq!(ra.len(), rb.len(), "{label}: row {i} length");
+        let scale = ra.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        for (j, (x, y)) in ra.iter().zip(rb).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-12 * scale,
+                "{label}: J[{i}][{j}] = {x} by one mode, {y} by the other"
+            );
+        }
+    }
+}
+
+/// Flat rows of slice-gradient Jacobians.
+fn rows_x<G>(rows: Vec<G>, field: impl Fn(&G) -> Vec<f64>) -> Vec<Vec<f64>> {
+    rows.iter().map(field).collect()
+}
+
+macro_rules! modes_agree {
+    ($f:ident, $n:expr $(, $extra:expr)*) => {{
+        let x = points($n);
+        let (v_fwd, fwd) = $f::jacobian_fwd(&x $(, $extra)*);
+        let (v_rev, rev) = $f::jacobian_rev(&x $(, $extra)*);
+        let (v_any, any) = $f::jacobian(&x $(, $extra)*);
+        let primal = $f(&x $(, $extra)*);
+        assert_eq!(v_fwd, primal, "{}: forward value", stringify!($f));
+        assert_eq!(v_rev, primal, "{}: reverse value", stringify!($f));
+        assert_eq!(v_any, primal, "{}: chosen value", stringify!($f));
+        let (fwd, rev, any) = (
+            rows_x(fwd, |g| g.x.clone()),
+            rows_x(rev, |g| g.x.clone()),
+            rows_x(any, |g| g.x.clone()),
+        );
+        assert_same(stringify!($f), &fwd, &rev);
+        assert_same(stringify!($f), &any, &rev);
+        // The reverse rows against central differences of each output.
+        for (i, row) in rev.iter().enumerate() {
+            let fd = common::finite_difference(|p| $f(p $(, $extra)*)[i], &x);
+            common::assert_close(row, &fd, &format!("{} row {i}", stringify!($f)));
+        }
+        rev
+    }};
+}
+
+#[test]
+fn forward_and_reverse_jacobians_agree_on_every_structure() {
+    modes_agree!(curve, 2);
+    // Across chunk boundaries: n = 1, 7, 8, 9, 17 inputs.
+    for n in [1, 7, 8, 9, 17] {
+        let rev = modes_agree!(banded, n);
+        for (i, row) in rev.iter().enumerate() {
+            for (j, &d) in row.iter().enumerate() {
+                if (i as isize - j as isize).abs() > 1 {
+                    assert_eq!(d, 0.0, "banded n={n}: J[{i}][{j}] off the band");
+                }
+            }
+        }
+    }
+    modes_agree!(blocks, 12);
+    modes_agree!(arrow, 10);
+    let links: Vec<usize> = (0..30).map(|k| (k * 7 + k * k * 3) % 11).collect();
+    modes_agree!(scattered, 11, &links);
+    // A real result: one row, the gradient.
+    let x = points(13);
+    let (value, fwd) = energy::jacobian_fwd(&x);
+    assert_eq!(value, energy(&x));
+    let (_, rev) = energy::jacobian(&x);
+    assert_same("energy", &[fwd[0].x.clone()], &[rev[0].x.clone()]);
+    assert_same("energy (grad)", &[fwd[0].x.clone()], &[energy::grad(&x).x]);
+    modes_agree!(taped, 10);
+}
+
+#[test]
+fn forward_and_reverse_jacobians_agree_on_arrays_and_structs() {
+    let x = [0.4, -1.1, 0.8, 0.25];
+    let (vf, fwd) = dense::jacobian_fwd(&x);
+    let (vr, rev) = dense::jacobian_rev(&x);
+    let (va, any) = dense::jacobian(&x);
+    assert_eq!(vf, dense(&x));
+    assert_eq!(vr, vf);
+    assert_eq!(va, vf);
+    let flat = |rows: &[dense::Grad]| rows.iter().map(|g| g.x.to_vec()).collect::<Vec<_>>();
+    assert_same("dense", &flat(&fwd), &flat(&rev));
+    assert_same("dense (chosen)", &flat(&any), &flat(&rev));
+
+    let p = Pair { a: 0.7, b: -0.3 };
+    let (vf, fwd) = pair::jacobian_fwd(&p, 1.9);
+    let (vr, rev) = pair::jacobian_rev(&p, 1.9);
+    let (va, any) = pair::jacobian(&p, 1.9);
+    assert_eq!(vf, pair(&p, 1.9));
+    assert_eq!(vr, vf);
+    assert_eq!(va, vf);
+    let flat = |rows: &[pair::Grad]| {
+        rows.iter()
+            .map(|g| vec![g.p.a, g.p.b, g.s])
+            .collect::<Vec<_>>()
+    };
+    assert_same("pair", &flat(&fwd), &flat(&rev));
+    assert_same("pair (chosen)", &flat(&any), &flat(&rev));
+}
+
+#[test]
+fn many_tangents_in_chunks_equal_one_jvp_each() {
+    // 0, 1, 8 and 19 tangents (partial and whole chunks).
+    let x = points(6);
+    for count in [0, 1, 8, 19] {
+        let tangents: Vec<banded::Grad> = (0..count)
+            .map(|k| banded::Grad {
+                x: (0..6).map(|j| ((k * 5 + j * 3) % 7) as f64 - 3.0).collect(),
+            })
+            .collect();
+        let (value, many) = banded::jvps(&x, &tangents);
+        assert_eq!(value, banded(&x));
+        assert_eq!(many.len(), count);
+        for (t, d) in tangents.iter().zip(&many) {
+            let (_, one) = banded::jvp(&x, t);
+            assert_eq!(d, &one, "a lane of a chunk is a jvp");
+        }
+        let (value, many) = taped::jvps(
+            &x,
+            &tangents
+                .iter()
+                .map(|t| taped::Grad { x: t.x.clone() })
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(value, taped(&x));
+        assert_eq!(many.len(), count);
+    }
+    // Real and struct results.
+    let tangents: Vec<energy::Grad> = (0..10)
+        .map(|k| energy::Grad {
+            x: (0..6).map(|j| if j == k % 6 { 1.0 } else { 0.5 }).collect(),
+        })
+        .collect();
+    let (_, many) = energy::jvps(&x, &tangents);
+    for (t, d) in tangents.iter().zip(&many) {
+        assert_eq!(*d, energy::jvp(&x, t).1);
+    }
+    let p = Pair { a: 0.7, b: -0.3 };
+    let tangents: Vec<pair::Grad> = (0..3)
+        .map(|k| pair::Grad {
+            p: Pair {
+                a: k as f64,
+                b: 1.0 - k as f64,
+            },
+            s: 0.5 * k as f64,
+        })
+        .collect();
+    let (_, many) = pair::jvps(&p, 1.9, &tangents);
+    for (t, d) in tangents.iter().zip(&many) {
+        assert_eq!(*d, pair::jvp(&p, 1.9, t).1);
+    }
+}
+
+/// A real function with a dense Hessian of 11 inputs (a partial chunk).
+#[differentiate]
+fn coupled(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        for j in 0..x.len() {
+            s += (x[i] * x[j] * 0.1).sin() * (i + 2 * j) as f64;
+        }
+    }
+    s + x.iter().map(|v| v.exp()).sum::<f64>()
+}
+
+#[test]
+fn hessians_in_chunks_equal_one_hvp_per_row() {
+    for n in [1, 8, 11] {
+        let x = points(n);
+        let hessian = coupled::hessian(&x);
+        assert_eq!(hessian.len(), n);
+        let units: Vec<coupled::Grad> = (0..n)
+            .map(|i| coupled::Grad {
+                x: (0..n).map(|j| if i == j { 1.0 } else { 0.0 }).collect(),
+            })
+            .collect();
+        let by_hvp: Vec<Vec<f64>> = units.iter().map(|u| coupled::hvp(&x, u).x).collect();
+        let rows: Vec<Vec<f64>> = hessian.iter().map(|g| g.x.clone()).collect();
+        assert_same("hessian", &rows, &by_hvp);
+        // Symmetric to rounding.
+        let transposed: Vec<Vec<f64>> = (0..n)
+            .map(|j| rows.iter().map(|r| r[j]).collect())
+            .collect();
+        assert_same("hessian symmetry", &rows, &transposed);
+        // hvps along arbitrary directions, against one hvp each.
+        let vs: Vec<coupled::Grad> = (0..(n + 3))
+            .map(|k| coupled::Grad {
+                x: (0..n).map(|j| ((k * 3 + j) % 5) as f64 - 2.0).collect(),
+            })
+            .collect();
+        let many: Vec<Vec<f64>> = coupled::hvps(&x, &vs).into_iter().map(|g| g.x).collect();
+        let one: Vec<Vec<f64>> = vs.iter().map(|v| coupled::hvp(&x, v).x).collect();
+        assert_same("hvps", &many, &one);
+        // The diagonal and the Laplacian from the same rows.
+        let diagonal = coupled::hessian_diagonal(&x).x;
+        for i in 0..n {
+            assert_eq!(diagonal[i], rows[i][i]);
+        }
+        let trace: f64 = diagonal.iter().sum();
+        assert_eq!(coupled::laplacian(&x), trace);
+    }
+}
+
+/// Asserts no two columns of one colour share a row.
+fn assert_valid_colouring(pattern: &deltad::SparsityPattern) {
+    for i in 0..pattern.nrows() {
+        let row = pattern.row(i);
+        for (a, &j) in row.iter().enumerate() {
+            for &k in &row[a + 1..] {
+                assert_ne!(
+                    pattern.colour_of()[j],
+                    pattern.colour_of()[k],
+                    "row {i}: columns {j} and {k}"
+                );
+            }
+        }
+    }
+}
+
+/// The sparse Jacobian over the detected pattern equals the dense reverse
+/// one to rounding, and every nonzero of the dense one is in the pattern.
+macro_rules! sparse_agrees {
+    ($f:ident, $x:expr $(, $extra:expr)*) => {{
+        let x = $x;
+        let pattern = $f::jacobian_pattern(&x $(, $extra)*);
+        assert_valid_colouring(&pattern);
+        let (value, sparse) = $f::sparse_jacobian(&x $(, $extra)*, &pattern);
+        assert_eq!(value, $f(&x $(, $extra)*));
+        let (_, rev) = $f::jacobian_rev(&x $(, $extra)*);
+        let dense: Vec<Vec<f64>> = rev.iter().map(|g| g.x.clone()).collect();
+        for (i, row) in dense.iter().enumerate() {
+            for (j, &d) in row.iter().enumerate() {
+                if d != 0.0 {
+                    assert!(pattern.row(i).contains(&j), "{}: J[{i}][{j}] = {d} outside the pattern", stringify!($f));
+                }
+            }
+        }
+        assert_same(stringify!($f), &sparse.to_dense(), &dense);
+        pattern
+    }};
+}
+
+#[test]
+fn sparse_jacobians_over_detected_patterns() {
+    // Tridiagonal: exactly the band, three colours at any size.
+    for n in [1, 2, 9, 40] {
+        let pattern = sparse_agrees!(banded, points(n));
+        assert_eq!(pattern.nnz(), 3 * n - 2, "banded n={n}");
+        assert_eq!(pattern.colours(), n.min(3), "banded n={n}");
+    }
+    // Block-diagonal: three colours, each row two entries.
+    let pattern = sparse_agrees!(blocks, points(12));
+    assert_eq!(pattern.colours(), 3);
+    assert_eq!(pattern.nnz(), 24);
+    // Arrow: row 0 is dense, so every column gets its own colour.
+    let pattern = sparse_agrees!(arrow, points(10));
+    assert_eq!(pattern.row(0).len(), 10);
+    assert_eq!(pattern.row(5), &[0, 5]);
+    // Random sparse, and dense.
+    let links: Vec<usize> = (0..30).map(|k| (k * 7 + k * k * 3) % 11).collect();
+    let pattern = sparse_agrees!(scattered, points(11), &links);
+    for r in 0..10 {
+        let mut expected = vec![links[3 * r], links[3 * r + 1], links[3 * r + 2]];
+        expected.sort_unstable();
+        expected.dedup();
+        assert_eq!(pattern.row(r), &expected[..], "scattered row {r}");
+    }
+    sparse_agrees!(curve, points(2));
+    // On the tape: the pattern from the recorded graph.
+    let pattern = sparse_agrees!(taped, points(10));
+    assert_eq!(pattern.row(3), &[3, 4]);
+    assert_eq!(pattern.row(10).len(), 10);
+}
+
+#[test]
+fn sparse_jacobians_of_arrays_and_structs() {
+    let x = [0.4, -1.1, 0.8, 0.25];
+    let pattern = dense::jacobian_pattern(&x);
+    let (_, sparse) = dense::sparse_jacobian(&x, &pattern);
+    let (_, rev) = dense::jacobian_rev(&x);
+    let rows: Vec<Vec<f64>> = rev.iter().map(|g| g.x.to_vec()).collect();
+    assert_same("dense", &sparse.to_dense(), &rows);
+    assert_eq!(pattern.row(2), &[0, 1, 2]);
+
+    let p = Pair { a: 0.7, b: -0.3 };
+    let pattern = pair::jacobian_pattern(&p, 1.9);
+    let (value, sparse) = pair::sparse_jacobian(&p, 1.9, &pattern);
+    assert_eq!(value, pair(&p, 1.9));
+    let (_, rev) = pair::jacobian_rev(&p, 1.9);
+    let rows: Vec<Vec<f64>> = rev.iter().map(|g| vec![g.p.a, g.p.b, g.s]).collect();
+    assert_same("pair", &sparse.to_dense(), &rows);
+}
+
+#[test]
+#[should_panic(
+    expected = "the sparsity pattern has 5 columns, the function 6 differentiated input reals"
+)]
+fn a_pattern_of_other_dimensions_is_refused() {
+    let pattern = banded::jacobian_pattern(&points(5));
+    let _ = banded::sparse_jacobian(&points(6), &pattern);
+}
+
+/// Reals, arrays and slices together: chunked Hessian rows read each
+/// parameter's adjoint tangents lane by lane (an array's elements once read
+/// the lane of their own index).
+#[differentiate]
+fn mixed(a: f64, v: [f64; 2], w: &[f64]) -> f64 {
+    a * a * v[0] + (v[1] * w[0]).sin() + w[1].exp() * a
+}
+
+#[test]
+fn chunked_hessians_of_reals_arrays_and_slices() {
+    let (a, v, w) = (0.5, [1.5, -0.5], [0.25, 0.75]);
+    let flat = |g: &mixed::Grad| vec![g.a, g.v[0], g.v[1], g.w[0], g.w[1]];
+    let rows: Vec<Vec<f64>> = mixed::hessian(a, v, &w).iter().map(flat).collect();
+    let by_hvp: Vec<Vec<f64>> = (0..5)
+        .map(|i| {
+            let mut u = mixed::Grad {
+                a: 0.0,
+                v: [0.0; 2],
+                w: vec![0.0; 2],
+            };
+            match i {
+                0 => u.a = 1.0,
+                1 | 2 => u.v[i - 1] = 1.0,
+                _ => u.w[i - 3] = 1.0,
+            }
+            flat(&mixed::hvp(a, v, &w, &u))
+        })
+        .collect();
+    assert_same("mixed hessian", &rows, &by_hvp);
+    // Row of v0 by hand: ∂/∂v0 of (a² v0 + ...) = a²: (2a, 0, 0, 0, 0).
+    assert_eq!(rows[1], vec![2.0 * a, 0.0, 0.0, 0.0, 0.0]);
+}
