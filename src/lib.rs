@@ -292,7 +292,7 @@ pub use deltad_runtime::{
     IntoReal, Mismatch, Primitive, Real, Scalar, Tape, TapeStats,
 };
 pub use deltad_runtime::{GraphEdge, GraphNode, GraphTerm, InputLabel, NodeKind, TapeGraph};
-pub use deltad_runtime::{SparseJacobian, SparsityPattern};
+pub use deltad_runtime::{SparseMatrix, SparsityPattern};
 
 /// A call of a function generic over its number type (num-traits' `Float`,
 /// ...) that `#[differentiate]` cannot see into, typically another crate's.

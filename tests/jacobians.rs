@@ -481,3 +481,75 @@ fn chunked_hessians_of_reals_arrays_and_slices() {
     // Row of v0 by hand: ∂/∂v0 of (a² v0 + ...) = a²: (2a, 0, 0, 0, 0).
     assert_eq!(rows[1], vec![2.0 * a, 0.0, 0.0, 0.0, 0.0]);
 }
+
+/// Rosenbrock's chain: a tridiagonal Hessian.
+#[differentiate]
+fn chain(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        s += 100.0 * (x[i + 1] - x[i] * x[i]).powi(2) + (1.0 - x[i]).powi(2);
+    }
+    s
+}
+
+/// An arrow-shaped Hessian: x₀ couples to every input, the others only to
+/// themselves.
+#[differentiate]
+fn hub(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 1..x.len() {
+        s += (x[0] * x[i]).sin() + x[i].powi(4);
+    }
+    s
+}
+
+/// The same chain on the tape (its Hessian pattern is dense there).
+#[differentiate(tape)]
+fn chain_taped(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        s += 100.0 * (x[i + 1] - x[i] * x[i]).powi(2) + (1.0 - x[i]).powi(2);
+    }
+    s
+}
+
+macro_rules! sparse_hessian_agrees {
+    ($f:ident, $x:expr) => {{
+        let x = $x;
+        let pattern = $f::hessian_pattern(&x);
+        assert!(pattern.is_symmetric());
+        let sparse = $f::sparse_hessian(&x, &pattern);
+        let dense: Vec<Vec<f64>> = $f::hessian(&x).iter().map(|g| g.x.clone()).collect();
+        for (i, row) in dense.iter().enumerate() {
+            for (j, &h) in row.iter().enumerate() {
+                if h != 0.0 {
+                    assert!(
+                        pattern.row(i).contains(&j),
+                        "{}: H[{i}][{j}] = {h} outside the pattern",
+                        stringify!($f)
+                    );
+                }
+            }
+        }
+        assert_same(stringify!($f), &sparse.to_dense(), &dense);
+        pattern
+    }};
+}
+
+#[test]
+fn sparse_hessians_over_star_coloured_patterns() {
+    for n in [2, 3, 10, 30] {
+        let pattern = sparse_hessian_agrees!(chain, points(n));
+        assert_eq!(pattern.nnz(), 3 * n - 2, "chain n={n}");
+        // A path of 2 or 3 vertices takes 2 colours, a longer one 3 (a path
+        // of four vertices may not be two-coloured).
+        assert_eq!(pattern.colours(), if n <= 3 { 2 } else { 3 }, "chain n={n}");
+    }
+    let pattern = sparse_hessian_agrees!(hub, points(20));
+    assert_eq!(pattern.colours(), 2);
+    assert_eq!(pattern.nnz(), 20 + 2 * 19);
+    let pattern = sparse_hessian_agrees!(coupled, points(9));
+    assert_eq!(pattern.nnz(), 81);
+    let pattern = sparse_hessian_agrees!(chain_taped, points(7));
+    assert_eq!(pattern.nnz(), 49, "on the tape the pattern is dense");
+}

@@ -8,7 +8,7 @@ use crate::ast::*;
 pub fn program(p: &Program) -> String {
     let mut w = Writer::default();
     w.line("#![allow(unused, unreachable_code, clippy::all)]");
-    w.line("use crate::check::{check_point, Outcome, Rng};");
+    w.line("use crate::check::{check_chunks, check_point, Outcome, Rng};");
     w.line("use deltad::differentiate;");
     if p.uses_struct {
         w.line("use deltad::Differentiable;");
@@ -600,8 +600,35 @@ fn run(w: &mut Writer, f: &Func, derivatives_inside: bool) {
         "let grad = |p: &[f64]| flatten({name}::grad({args}));"
     ));
     w.line(&format!("out.derivatives_inside = {derivatives_inside};"));
+    // Many tangents per pass, Jacobians by forward chunks, sparse Jacobians
+    // over detected patterns (on both engines), Hessian-vector products by
+    // chunks.
+    let tangents = tangent.join(", ");
+    w.line(&format!(
+        "let jvps = |p: &[f64], ss: &[Vec<f64>]| {{ let ts: Vec<{name}::Grad> = ss.iter().map(|s| {name}::Grad {{ {tangents} }}).collect(); {name}::jvps({args}, &ts) }};"
+    ));
+    w.line(&format!(
+        "let hvps = |p: &[f64], ss: &[Vec<f64>]| {{ let ts: Vec<{name}::Grad> = ss.iter().map(|s| {name}::Grad {{ {tangents} }}).collect(); {name}::hvps({args}, &ts).into_iter().map(flatten).collect::<Vec<Vec<f64>>>() }};"
+    ));
+    w.line(&format!(
+        "let jacobian_fwd = |p: &[f64]| {{ let (v, rows) = {name}::jacobian_fwd({args}); (v, rows.into_iter().map(flatten).collect::<Vec<Vec<f64>>>()) }};"
+    ));
+    for (module, prefix) in [("", ""), ("tape::", "tape_")] {
+        w.line(&format!(
+            "let {prefix}sparse = |p: &[f64]| {{ let pattern = {module}{name}::jacobian_pattern({args}); let (v, j) = {module}{name}::sparse_jacobian({args}, &pattern); (v, j.to_dense(), (0..pattern.nrows()).map(|i| pattern.row(i).to_vec()).collect::<Vec<Vec<usize>>>()) }};"
+        ));
+    }
+    for (module, prefix) in [("", ""), ("tape::", "tape_")] {
+        w.line(&format!(
+            "let {prefix}sparse_hessian = |p: &[f64]| {{ let pattern = {module}{name}::hessian_pattern({args}); let h = {module}{name}::sparse_hessian({args}, &pattern); (h.to_dense(), (0..pattern.nrows()).map(|i| pattern.row(i).to_vec()).collect::<Vec<Vec<usize>>>()) }};"
+        ));
+    }
+    w.line("let failures = out.failures.len();");
     w.line(
         "check_point(&x, &eval, &value_and_grad, &grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",
+    );
+    w.line(
+        "if out.failures.len() == failures { check_chunks(&x, &eval, &value_and_grad, &jvp, &jvps, &hvp, &hvps, &jacobian_fwd, &sparse, &tape_sparse, &sparse_hessian, &tape_sparse_hessian, &mut rng, out); }",
     );
     w.indent -= 1;
     w.line("}");

@@ -260,6 +260,157 @@ pub fn check_point(
     }
 }
 
+/// The output of a sparse Jacobian check: the value, the dense rows, and
+/// the pattern's rows.
+pub type Sparse = (f64, Vec<Vec<f64>>, Vec<Vec<usize>>);
+
+/// The output of a sparse Hessian check: the dense rows and the pattern's
+/// rows.
+pub type SparseHessian = (Vec<Vec<f64>>, Vec<Vec<usize>>);
+
+/// Vector forward mode and sparsity against the one-direction derivatives
+/// `check_point` has checked: `jvps` along 11 tangents (a chunk and a
+/// partial one) equal one `jvp` each; `hvps` equal one `hvp` each; the
+/// forward-mode Jacobian (one row) and the sparse Jacobians of both
+/// engines equal the gradient; every nonzero gradient component lies in
+/// the detected pattern; the sparse Hessians of both engines equal one
+/// `hvp` per unit vector, their nonzeros inside their patterns.
+///
+/// Each lane of a chunk runs the operations of a one-tangent pass, so the
+/// values are equal bit for bit except where the body takes derivatives of
+/// other functions (then 1e-9, as in `check_point`); the derivatives are
+/// the same sums as the one-direction ones, in the same order in the
+/// forward passes (0 tolerance, or 1e-9 with derivatives inside); the
+/// chunked Hessian-vector products and the gradients from forward chunks
+/// are the reverse sums computed in another order: 1e-9 relative to
+/// max(1, |component|), as `check_point`'s engine comparison.
+#[allow(clippy::too_many_arguments)]
+pub fn check_chunks(
+    x: &[f64],
+    eval: &dyn Fn(&[f64]) -> f64,
+    value_and_grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    jvp: &dyn Fn(&[f64], &[f64]) -> (f64, f64),
+    jvps: &dyn Fn(&[f64], &[Vec<f64>]) -> (f64, Vec<f64>),
+    hvp: &dyn Fn(&[f64], &[f64]) -> Vec<f64>,
+    hvps: &dyn Fn(&[f64], &[Vec<f64>]) -> Vec<Vec<f64>>,
+    jacobian_fwd: &dyn Fn(&[f64]) -> (f64, Vec<Vec<f64>>),
+    sparse: &dyn Fn(&[f64]) -> Sparse,
+    tape_sparse: &dyn Fn(&[f64]) -> Sparse,
+    sparse_hessian: &dyn Fn(&[f64]) -> SparseHessian,
+    tape_sparse_hessian: &dyn Fn(&[f64]) -> SparseHessian,
+    rng: &mut Rng,
+    out: &mut Outcome,
+) {
+    let value = eval(x);
+    if !value.is_finite() || value.abs() > RANGE {
+        return;
+    }
+    let exact = if out.derivatives_inside { 1e-9 } else { 0.0 };
+    let directions: Vec<Vec<f64>> = (0..11).map(|_| rng.vec(x.len(), -1.0, 1.0)).collect();
+    let (v, many) = jvps(x, &directions);
+    if disagreement(&[v], &[value], exact).is_some() || many.len() != directions.len() {
+        out.failures.push(format!(
+            "jvps: value {v:e} (the function {value:e}), {} derivatives for {} tangents at x = {x:?}",
+            many.len(),
+            directions.len()
+        ));
+        return;
+    }
+    let one: Vec<f64> = directions.iter().map(|s| jvp(x, s).1).collect();
+    if let Some(k) = disagreement(&many, &one, exact) {
+        out.failures.push(format!(
+            "jvps: tangent {k}: {:e} in a chunk, {:e} by jvp at x = {x:?}, s = {:?}",
+            many[k], one[k], directions[k]
+        ));
+        return;
+    }
+    let (_, g) = value_and_grad(x);
+    let (v, rows) = jacobian_fwd(x);
+    if disagreement(&[v], &[value], exact).is_some() || rows.len() != 1 {
+        out.failures.push(format!(
+            "jacobian_fwd: value {v:e} (the function {value:e}), {} rows at x = {x:?}",
+            rows.len()
+        ));
+        return;
+    }
+    if let Some(i) = disagreement(&rows[0], &g, 1e-9) {
+        out.failures.push(format!(
+            "jacobian_fwd: component {i}: {:e}, the gradient {:e} at x = {x:?}",
+            rows[0][i], g[i]
+        ));
+        return;
+    }
+    for (engine, sparse) in [("compiled", sparse), ("tape", tape_sparse)] {
+        let (v, dense, pattern) = sparse(x);
+        if disagreement(&[v], &[value], exact).is_some() || dense.len() != 1 || pattern.len() != 1 {
+            out.failures.push(format!(
+                "sparse_jacobian ({engine}): value {v:e} (the function {value:e}), {} rows at x = {x:?}",
+                dense.len()
+            ));
+            return;
+        }
+        if let Some(i) = disagreement(&dense[0], &g, 1e-9) {
+            out.failures.push(format!(
+                "sparse_jacobian ({engine}): component {i}: {:e}, the gradient {:e} at x = {x:?}; pattern {:?}",
+                dense[0][i], g[i], pattern[0]
+            ));
+            return;
+        }
+        if let Some(i) = (0..g.len()).find(|&i| g[i] != 0.0 && !pattern[0].contains(&i)) {
+            out.failures.push(format!(
+                "jacobian_pattern ({engine}): gradient component {i} = {:e} outside the pattern {:?} at x = {x:?}",
+                g[i], pattern[0]
+            ));
+            return;
+        }
+    }
+    let few = &directions[..9];
+    let chunked = hvps(x, few);
+    for (k, s) in few.iter().enumerate() {
+        let single = hvp(x, s);
+        if let Some(i) = disagreement(&chunked[k], &single, 1e-9) {
+            out.failures.push(format!(
+                "hvps: direction {k}, component {i}: {:e} in a chunk, {:e} by hvp at x = {x:?}, s = {s:?}",
+                chunked[k][i], single[i]
+            ));
+            return;
+        }
+    }
+    let rows: Vec<Vec<f64>> = (0..x.len())
+        .map(|i| {
+            let unit: Vec<f64> = (0..x.len()).map(|j| if i == j { 1.0 } else { 0.0 }).collect();
+            hvp(x, &unit)
+        })
+        .collect();
+    for (engine, sparse_hessian) in [("compiled", sparse_hessian), ("tape", tape_sparse_hessian)] {
+        let (dense, pattern) = sparse_hessian(x);
+        if dense.len() != x.len() || pattern.len() != x.len() {
+            out.failures.push(format!(
+                "sparse_hessian ({engine}): {} rows for {} inputs at x = {x:?}",
+                dense.len(),
+                x.len()
+            ));
+            return;
+        }
+        for (i, row) in rows.iter().enumerate() {
+            if let Some(j) = disagreement(&dense[i], row, 1e-9) {
+                out.failures.push(format!(
+                    "sparse_hessian ({engine}): H[{i}][{j}] = {:e}, by hvp {:e} at x = {x:?}; pattern row {:?}",
+                    dense[i][j], row[j], pattern[i]
+                ));
+                return;
+            }
+            if let Some(j) = (0..x.len()).find(|&j| row[j] != 0.0 && !pattern[i].contains(&j)) {
+                out.failures.push(format!(
+                    "hessian_pattern ({engine}): H[{i}][{j}] = {:e} outside the pattern row {:?} at x = {x:?}",
+                    row[j], pattern[i]
+                ));
+                return;
+            }
+        }
+    }
+}
+
 /// The first component where `actual` and `reference` (one engine's and
 /// the other's, or two paths of one engine) differ by more than `relative`
 /// of max(1, |reference|) (equal values and two NaNs agree; with 0, only

@@ -72,6 +72,8 @@ pub(crate) mod items {
     pub const JVPS_FN: &str = "__deltad_jvps";
     pub const JACOBIAN_PATTERN_FN: &str = "__deltad_jacobian_pattern";
     pub const SPARSE_JACOBIAN_FN: &str = "__deltad_sparse_jacobian";
+    pub const HESSIAN_PATTERN_FN: &str = "__deltad_hessian_pattern";
+    pub const SPARSE_HESSIAN_FN: &str = "__deltad_sparse_hessian";
     pub const CHECK_FN: &str = "__deltad_check";
     pub const TAPE_STATS_FN: &str = "__deltad_tape_stats";
     pub const TAPE_GRAPH_FN: &str = "__deltad_tape_graph";

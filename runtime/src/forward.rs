@@ -234,3 +234,27 @@ pub fn store_columns<P: Primitive, const N: usize>(
         row[start..start + width].copy_from_slice(&output.tangents[..width]);
     }
 }
+
+/// Runs `pass(start, first)` for `start` = 0, `step`, 2 `step`, ... below
+/// `total`, and at least once (the first pass, `first` true, gives the
+/// value even when there is nothing to differentiate); returns the value
+/// the first pass gave. (`jvps`, `jacobian_fwd`, the sparse Jacobians: one
+/// pass per chunk of directions.)
+///
+/// # Panics
+///
+/// If the first pass gives no value.
+pub fn chunked_passes<V>(
+    total: usize,
+    step: usize,
+    mut pass: impl FnMut(usize, bool) -> Option<V>,
+) -> V {
+    let value =
+        pass(0, true).expect("deltad: the first pass of a chunked derivative gives the value");
+    let mut start = step;
+    while start < total {
+        pass(start, false);
+        start += step;
+    }
+    value
+}

@@ -51,7 +51,7 @@ pub use math::IntoReal;
 pub use pool::release_pooled_tapes;
 pub use real::Real;
 pub use scalar::{Primitive, Scalar};
-pub use sparsity::{SparseJacobian, SparsityPattern, Tracer};
+pub use sparsity::{SparseMatrix, SparsityPattern, Tracer};
 pub use tape::{DeltaId, Tape, TapeStats};
 pub use vector::{dot, log_sum_exp, sum};
 
@@ -169,8 +169,8 @@ pub mod __private {
     pub use crate::dual::Dual;
     pub use crate::dual_vec::DualVec;
     pub use crate::forward::{
-        dual_constant, dual_input, forward_tangent, forward_value, split_duals, store_columns,
-        ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
+        chunked_passes, dual_constant, dual_input, forward_tangent, forward_value, split_duals,
+        store_columns, ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
     };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
@@ -178,7 +178,7 @@ pub mod __private {
     pub use crate::preaccumulate::{Poison, Preaccumulator};
     pub use crate::real::Real;
     pub use crate::scalar::{Primitive, Scalar};
-    pub use crate::sparsity::{ColourSeeds, SparseJacobian, SparsityPattern, TraceSeeds, Tracer};
+    pub use crate::sparsity::{ColourSeeds, SparseMatrix, SparsityPattern, TraceSeeds, Tracer};
     pub use crate::tape::{DeltaId, Tape, TapeStats};
     pub use crate::vector::compiled as vector;
     pub use crate::vector::Operand;

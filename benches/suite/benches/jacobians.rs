@@ -10,7 +10,14 @@ use criterion::{criterion_group, BenchmarkId, Criterion};
 use deltad_bench_suite::jacobians::{self, residuals, SIZES};
 use deltad_bench_suite::report::{self, Row};
 
-const FUNCTIONS: [&str; 6] = ["primal", "jvp", "jvps-8", "sparse", "pattern", "hand-written"];
+const FUNCTIONS: [&str; 6] = [
+    "primal",
+    "jvp",
+    "jvps-8",
+    "sparse",
+    "pattern",
+    "hand-written",
+];
 const RATIOS: [(&str, &str); 5] = [
     ("jvps-8", "jvp"),
     ("jvp", "primal"),

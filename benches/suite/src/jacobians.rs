@@ -27,8 +27,15 @@ pub fn residuals(x: &[f64]) -> Vec<f64> {
 pub fn hand(x: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let n = x.len();
     let h2 = 1.0 / ((n + 1) * (n + 1)) as f64;
-    let main = x.iter().map(|&v| -2.0 + h2 * (3.0 * v * v - v.cos())).collect();
-    (vec![1.0; n.saturating_sub(1)], main, vec![1.0; n.saturating_sub(1)])
+    let main = x
+        .iter()
+        .map(|&v| -2.0 + h2 * (3.0 * v * v - v.cos()))
+        .collect();
+    (
+        vec![1.0; n.saturating_sub(1)],
+        main,
+        vec![1.0; n.saturating_sub(1)],
+    )
 }
 
 pub fn input(n: usize) -> Vec<f64> {
@@ -53,7 +60,8 @@ pub fn check() {
     let (_, jacobian) = residuals::sparse_jacobian(&x, &pattern);
     let (sub, main, sup) = hand(&x);
     for i in 0..x.len() {
-        let close = |a: f64, b: f64| assert!((a - b).abs() <= 1e-14 * b.abs().max(1.0), "{a} vs {b}");
+        let close =
+            |a: f64, b: f64| assert!((a - b).abs() <= 1e-14 * b.abs().max(1.0), "{a} vs {b}");
         close(jacobian.get(i, i), main[i]);
         if i > 0 {
             close(jacobian.get(i, i - 1), sub[i - 1]);

@@ -30,3 +30,8 @@ fn branches() {
 fn call() {
     deltad_bench_suite::call::check();
 }
+
+#[test]
+fn jacobians() {
+    deltad_bench_suite::jacobians::check();
+}

@@ -831,7 +831,9 @@ impl Generator<'_> {
     /// `Chunk`) with tangents from the `TangentSeeds` local `seeds`: an
     /// expression `(Grad of the adjoints' values (the gradient), H·v)`,
     /// H·v a `Grad` of the adjoints' tangents for `Dual`, a `Vec` of one
-    /// `Grad` per tangent of the chunk for `Chunk`.
+    /// `Grad` per tangent of the chunk for `Chunk`. On `Trace` (inputs from
+    /// `TraceSeeds`): the gradient's reals in leaf order, each carrying the
+    /// inputs it depends on (the Hessian's rows' patterns).
     pub(super) fn compiled_forward_over_reverse(
         &self,
         seeds: &Ident,
@@ -854,6 +856,8 @@ impl Generator<'_> {
         // gradient).
         let mut fields = Vec::new();
         let mut value_fields = Vec::new();
+        // Every adjoint real in leaf order, into `__deltad_flat` (`Trace`).
+        let mut flat = Vec::new();
         for param in &self.signature.params {
             let name = &param.name;
             let adjoint = self.dual_adjoint(name);
@@ -874,6 +878,11 @@ impl Generator<'_> {
                     };
                     fields.push(field(tangent.clone()));
                     value_fields.push(field(quote!(value)));
+                    flat.push(quote! {
+                        for __deltad_e in &#adjoint {
+                            ::deltad::__private::twin_leaves::<#dual, #elem>(__deltad_e, &mut __deltad_flat);
+                        }
+                    });
                 }
                 ParamKind::Structured { value, .. } => {
                     let borrowed = struct_ref(param);
@@ -891,11 +900,15 @@ impl Generator<'_> {
                     };
                     fields.push(field(tangent.clone()));
                     value_fields.push(field(quote!(value)));
+                    flat.push(quote! {
+                        ::deltad::__private::twin_leaves::<#dual, #value>(&#adjoint, &mut __deltad_flat);
+                    });
                 }
                 ParamKind::Real => {
                     adjoints.push(quote!(let mut #adjoint: #dual = #zero;));
                     fields.push(quote!(#name: #adjoint.#tangent));
                     value_fields.push(quote!(#name: #adjoint.value));
+                    flat.push(quote!(__deltad_flat.push(#adjoint);));
                 }
                 kind if kind.is_active() => {
                     adjoints.push(quote!(let mut #adjoint: ::std::vec::Vec<#dual> = ::std::vec![#zero; #name.len()];));
@@ -909,6 +922,7 @@ impl Generator<'_> {
                     };
                     fields.push(field(tangent.clone()));
                     value_fields.push(field(quote!(value)));
+                    flat.push(quote!(__deltad_flat.extend_from_slice(&#adjoint[..]);));
                 }
                 _ => {}
             }
@@ -937,6 +951,16 @@ impl Generator<'_> {
                 #adj(&mut *#stack, #(#adj_args,)* <#dual as ::deltad::__private::Scalar>::one(), #(#sinks),*);
             },
         );
+        if scalar == Scalar::Trace {
+            return quote! {{
+                #(#inputs)*
+                #(#adjoints)*
+                #run;
+                let mut __deltad_flat: ::std::vec::Vec<#dual> = ::std::vec::Vec::new();
+                #(#flat)*
+                __deltad_flat
+            }};
+        }
         let hv = match scalar {
             Scalar::Chunk => quote! {
                 (0..::deltad::__private::CHUNK)

@@ -126,6 +126,8 @@ fn generated_items_are_documented() {
         "hessian",
         "hessian_diagonal",
         "laplacian",
+        "hessian_pattern",
+        "sparse_hessian",
         "check_derivatives",
         "tape_stats",
     ] {

@@ -162,19 +162,21 @@ impl Generator<'_> {
     }
 
     /// The output reals of a pass's result `result` on `scalar`, in output
-    /// leaf order, as a `Vec`.
+    /// leaf order, as a `Cow<[_]>` (borrowed from a real or buffer result).
     pub(super) fn pass_reals(&self, result: &Ident, scalar: Scalar) -> TokenStream {
-        let chunk = self.scalar_type(scalar);
+        let s = self.scalar_type(scalar);
         if let Some(ty) = self.signature.struct_output() {
             return quote! {{
                 let mut __deltad_reals = ::std::vec::Vec::new();
-                ::deltad::__private::twin_leaves::<#chunk, #ty>(&#result, &mut __deltad_reals);
-                __deltad_reals
+                ::deltad::__private::twin_leaves::<#s, #ty>(&#result, &mut __deltad_reals);
+                ::deltad::__private::Cow::<[#s]>::Owned(__deltad_reals)
             }};
         }
         match self.signature.buffer_output() {
-            None => quote!(::std::vec![#result]),
-            Some(_) => quote!(#result[..].to_vec()),
+            None => {
+                quote!(::deltad::__private::Cow::<[#s]>::Borrowed(::core::slice::from_ref(&#result)))
+            }
+            Some(_) => quote!(::deltad::__private::Cow::<[#s]>::Borrowed(&#result[..])),
         }
     }
 
@@ -206,25 +208,20 @@ impl Generator<'_> {
                 })
                 .collect();
             let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
-            let mut __deltad_start = 0usize;
-            let mut __deltad_value = ::core::option::Option::None;
-            // At least one pass (for the value), then one per chunk.
-            while __deltad_value.is_none() || __deltad_start < #tangents.len() {
-                let #result = #pass;
-                if __deltad_value.is_none() {
-                    __deltad_value = ::core::option::Option::Some(#value);
-                }
-                let __deltad_lanes = ::deltad::__private::CHUNK
-                    .min(#tangents.len().saturating_sub(__deltad_start));
-                for __deltad_lane in 0..__deltad_lanes {
-                    __deltad_out.push(#lane);
-                }
-                __deltad_start += ::deltad::__private::CHUNK;
-            }
-            match __deltad_value {
-                ::core::option::Option::Some(__deltad_value) => (__deltad_value, __deltad_out),
-                ::core::option::Option::None => ::core::unreachable!(),
-            }
+            let __deltad_value = ::deltad::__private::chunked_passes(
+                #tangents.len(),
+                ::deltad::__private::CHUNK,
+                |__deltad_start, __deltad_first| {
+                    let #result = #pass;
+                    let __deltad_lanes = ::deltad::__private::CHUNK
+                        .min(#tangents.len().saturating_sub(__deltad_start));
+                    for __deltad_lane in 0..__deltad_lanes {
+                        __deltad_out.push(#lane);
+                    }
+                    __deltad_first.then(|| #value)
+                },
+            );
+            (__deltad_value, __deltad_out)
         }
     }
 
@@ -244,25 +241,20 @@ impl Generator<'_> {
         quote! {
             let __deltad_n: usize = #count;
             let mut __deltad_matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
-            let mut __deltad_start = 0usize;
-            let mut __deltad_value = ::core::option::Option::None;
             let mut __deltad_m = 0usize;
-            while __deltad_value.is_none() || __deltad_start < __deltad_n {
-                let #result = #pass;
-                let __deltad_reals = #reals;
-                if __deltad_value.is_none() {
-                    __deltad_value = ::core::option::Option::Some(#value);
+            let __deltad_value = ::deltad::__private::chunked_passes(
+                __deltad_n,
+                ::deltad::__private::CHUNK,
+                |__deltad_start, __deltad_first| {
+                    let #result = #pass;
+                    let __deltad_reals = #reals;
                     __deltad_m = __deltad_reals.len();
-                }
-                ::deltad::__private::store_columns(
-                    &__deltad_reals, __deltad_start, __deltad_n, &mut __deltad_matrix,
-                );
-                __deltad_start += ::deltad::__private::CHUNK;
-            }
-            let __deltad_value = match __deltad_value {
-                ::core::option::Option::Some(__deltad_value) => __deltad_value,
-                ::core::option::Option::None => ::core::unreachable!(),
-            };
+                    ::deltad::__private::store_columns(
+                        &__deltad_reals, __deltad_start, __deltad_n, &mut __deltad_matrix,
+                    );
+                    __deltad_first.then(|| #value)
+                },
+            );
             (__deltad_value, #rows)
         }
     }
@@ -293,24 +285,27 @@ impl Generator<'_> {
         let pass = self.tape_forward(&seeds, true);
         quote! {
             let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
-            let mut __deltad_value = ::core::option::Option::None;
-            for __deltad_t in #tangents {
-                let mut __deltad_flat = ::std::vec::Vec::new();
-                #flatten(__deltad_t, &mut __deltad_flat);
-                let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
-                let (__deltad_v, __deltad_tangent) = #pass;
-                __deltad_value.get_or_insert(__deltad_v);
-                __deltad_out.push(__deltad_tangent);
-            }
-            let __deltad_value = match __deltad_value {
-                ::core::option::Option::Some(__deltad_value) => __deltad_value,
-                ::core::option::Option::None => {
-                    // No tangent: one pass along zero (a unit vector past
-                    // the inputs) for the value.
-                    let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(usize::MAX);
-                    #pass.0
-                }
-            };
+            let __deltad_value = ::deltad::__private::chunked_passes(
+                #tangents.len(),
+                1,
+                |__deltad_k, __deltad_first| {
+                    let mut #seeds = match #tangents.get(__deltad_k) {
+                        ::core::option::Option::Some(__deltad_t) => {
+                            let mut __deltad_flat = ::std::vec::Vec::new();
+                            #flatten(__deltad_t, &mut __deltad_flat);
+                            ::deltad::__private::Seeds::from_flat(__deltad_flat)
+                        }
+                        // No tangent: one pass along zero (a unit vector
+                        // past the inputs) for the value.
+                        ::core::option::Option::None => ::deltad::__private::Seeds::<#prim>::unit(usize::MAX),
+                    };
+                    let (__deltad_v, __deltad_tangent) = #pass;
+                    if __deltad_k < #tangents.len() {
+                        __deltad_out.push(__deltad_tangent);
+                    }
+                    __deltad_first.then_some(__deltad_v)
+                },
+            );
             (__deltad_value, __deltad_out)
         }
     }
@@ -325,30 +320,28 @@ impl Generator<'_> {
         quote! {
             let __deltad_n: usize = #count;
             let mut __deltad_matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
-            let mut __deltad_value = ::core::option::Option::None;
             let mut __deltad_m = 0usize;
-            let mut __deltad_j = 0usize;
-            while __deltad_value.is_none() || __deltad_j < __deltad_n {
-                let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(__deltad_j);
-                let (__deltad_v, __deltad_tangent) = #pass;
-                let __deltad_column =
-                    ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
-                if __deltad_value.is_none() {
-                    __deltad_value = ::core::option::Option::Some(__deltad_v);
-                    __deltad_m = __deltad_column.len();
-                    __deltad_matrix.resize(__deltad_m * __deltad_n, <#prim as ::deltad::__private::Primitive>::ZERO);
-                }
-                if __deltad_j < __deltad_n {
-                    for (__deltad_i, __deltad_d) in __deltad_column.into_iter().enumerate() {
-                        __deltad_matrix[__deltad_i * __deltad_n + __deltad_j] = __deltad_d;
+            let __deltad_value = ::deltad::__private::chunked_passes(
+                __deltad_n,
+                1,
+                |__deltad_j, __deltad_first| {
+                    // (With no input, a unit vector past the inputs: zero.)
+                    let mut #seeds = ::deltad::__private::Seeds::<#prim>::unit(__deltad_j);
+                    let (__deltad_v, __deltad_tangent) = #pass;
+                    let __deltad_column =
+                        ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
+                    if __deltad_first {
+                        __deltad_m = __deltad_column.len();
+                        __deltad_matrix.resize(__deltad_m * __deltad_n, <#prim as ::deltad::__private::Primitive>::ZERO);
                     }
-                }
-                __deltad_j += 1;
-            }
-            let __deltad_value = match __deltad_value {
-                ::core::option::Option::Some(__deltad_value) => __deltad_value,
-                ::core::option::Option::None => ::core::unreachable!(),
-            };
+                    if __deltad_j < __deltad_n {
+                        for (__deltad_i, __deltad_d) in __deltad_column.into_iter().enumerate() {
+                            __deltad_matrix[__deltad_i * __deltad_n + __deltad_j] = __deltad_d;
+                        }
+                    }
+                    __deltad_first.then_some(__deltad_v)
+                },
+            );
             (__deltad_value, #rows)
         }
     }

@@ -27,7 +27,11 @@ impl Generator<'_> {
         let jvp = self.jvp(stub);
         let chunks = self.forward_chunks(stub);
         let sparse = self.sparse_jacobians(stub);
-        let second = self.has_second_order().then(|| self.second_order(stub));
+        let second = self.has_second_order().then(|| {
+            let second = self.second_order(stub);
+            let sparse = self.sparse_hessians(stub);
+            quote!(#second #sparse)
+        });
         let flatten = self.flatten_grad();
         quote! {
             #jvp
@@ -176,7 +180,7 @@ impl Generator<'_> {
     /// One forward-over-reverse pass with tangents from the `Seeds` local
     /// `seeds`: statements ending in `(gradient, H·tangent)`, two `Grad`s
     /// (the values and the tangents of the adjoints).
-    fn forward_over_reverse(&self, seeds: &Ident, repeated: bool) -> TokenStream {
+    pub(super) fn forward_over_reverse(&self, seeds: &Ident, repeated: bool) -> TokenStream {
         let prim = &self.prim;
         let grad_type = self.grad_type();
         let (tape, adjoints) = (&self.names.tape, self.names.local("adjoints"));

@@ -155,7 +155,7 @@ pub(crate) fn module(
          and `jacobian_rev`. Forward mode: `jvp`, `jvps` (many tangents per pass), \
          `jacobian_fwd`. Sparse Jacobians: `jacobian_pattern`, `sparse_jacobian`. Second \
          order, forward over reverse (real-valued functions): `hvp`, `hvps`, `hessian`, \
-         `hessian_diagonal`, `laplacian`. `Grad` holds derivatives with respect to the \
+         `hessian_diagonal`, `laplacian`, `hessian_pattern`, `sparse_hessian`. `Grad` holds derivatives with respect to the \
          differentiated parameters, shaped like them. `check_derivatives` compares the \
          derivatives with central finite differences; `tape_stats` measures what one \
          recording keeps. Every function takes the same arguments as \
@@ -266,6 +266,10 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
         && has_check(signature))
     .then(|| {
         let hvps = name_of(items::HVPS_FN);
+        let (hessian_pattern, sparse_hessian) = (
+            name_of(items::HESSIAN_PATTERN_FN),
+            name_of(items::SPARSE_HESSIAN_FN),
+        );
         let (hvp, grad_and_hvp, hessian, diagonal, laplacian) = (
             name_of(items::HVP_FN),
             name_of(items::GRAD_AND_HVP_FN),
@@ -286,6 +290,10 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
             pub use self::#impl_module::#diagonal as hessian_diagonal;
             #[doc(inline)]
             pub use self::#impl_module::#laplacian as laplacian;
+            #[doc(inline)]
+            pub use self::#impl_module::#hessian_pattern as hessian_pattern;
+            #[doc(inline)]
+            pub use self::#impl_module::#sparse_hessian as sparse_hessian;
         }
     });
     let jvp_fn = name_of(items::JVP_FN);

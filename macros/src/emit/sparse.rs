@@ -1,11 +1,16 @@
-//! Sparse Jacobians: `jacobian_pattern` (the sparsity pattern, coloured)
-//! and `sparse_jacobian` (one compressed evaluation per colour).
+//! Sparse Jacobians and Hessians: `jacobian_pattern` (the sparsity
+//! pattern, its columns coloured) and `sparse_jacobian` (one compressed
+//! evaluation per colour); `hessian_pattern` (symmetric, star-coloured)
+//! and `sparse_hessian`.
 //!
-//! On the compiled path the pattern comes from one forward pass on
-//! `Tracer` (each value carries the inputs it depends on) and the Jacobian
-//! from one forward pass on `DualVec` per chunk of 8 colours. On the tape
-//! path the pattern comes from the recorded graph, and each colour takes
-//! one forward pass on the tape's dual numbers.
+//! On the compiled path the Jacobian's pattern comes from one forward pass
+//! on `Tracer` (each value carries the inputs it depends on), the
+//! Hessian's from the forward pass and adjoint on `Tracer` (each gradient
+//! real's dependencies are its Hessian row), and the matrices from one
+//! pass on `DualVec` per chunk of 8 colours (forward-over-reverse for the
+//! Hessian). On the tape path the Jacobian's pattern comes from the
+//! recorded graph, the Hessian's is dense, and each colour takes one pass
+//! on the tape's dual numbers.
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -85,7 +90,129 @@ impl Generator<'_> {
 
             #[doc = #sparse_doc]
             #[inline]
-            pub fn #sparse_fn #generics (#(#params,)* #pattern: &::deltad::__private::SparsityPattern) -> (#output_type, ::deltad::__private::SparseJacobian<#prim>) #where_clause {
+            pub fn #sparse_fn #generics (#(#params,)* #pattern: &::deltad::__private::SparsityPattern) -> (#output_type, ::deltad::__private::SparseMatrix<#prim>) #where_clause {
+                #sparse_body
+            }
+        }
+    }
+
+    /// `hessian_pattern` and `sparse_hessian` (where `hessian` exists).
+    pub(super) fn sparse_hessians(&self, stub: bool) -> TokenStream {
+        let generics = self.fn_generics();
+        let where_clause = super::clone_where_clause(self.signature);
+        let params = self.wrapper_params();
+        let prim = &self.prim;
+        let (pattern_fn, sparse_fn) = (
+            Ident::new(items::HESSIAN_PATTERN_FN, Span::call_site()),
+            Ident::new(items::SPARSE_HESSIAN_FN, Span::call_site()),
+        );
+        let pattern = Ident::new("pattern", Span::mixed_site());
+        let fn_name = self.fn_name();
+        let compiled = self.compiled.is_some();
+        let pattern_doc = format!(
+            "The sparsity pattern of the Hessian of `{fn_name}` at the given arguments \
+             (symmetric: an entry (i, j) where ∂²`{fn_name}`/∂x_i∂x_j may be nonzero), with a \
+             star colouring (every entry is read from one of its two compressed columns; an \
+             arrow-shaped Hessian takes two colours).\n\n{} As for `jacobian_pattern`, \
+             control flow takes the way it takes at these arguments.",
+            if compiled {
+                "One pass of the forward pass and the adjoint on values that carry the set of \
+                 inputs they depend on: the gradient's reals' sets are the rows."
+            } else {
+                "This function takes the tape, where the pattern is not traced: it is dense."
+            }
+        );
+        let sparse_doc = format!(
+            "The Hessian of `{fn_name}` over `pattern` (from `hessian_pattern`), in compressed \
+             sparse rows (both triangles).\n\n{}\n\n# Panics\n\nIf `pattern` is not \
+             symmetric or has another size than this function's input.",
+            if compiled {
+                "One forward-over-reverse pass per 8 colours (dual numbers carrying 8 tangents, \
+                 tangent k seeding the columns of one colour)."
+            } else {
+                "One forward-over-reverse pass per colour."
+            }
+        );
+        let count = self.input_count();
+        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let seeds = self.names.local("seeds");
+        let (pattern_body, sparse_body) = if stub {
+            (
+                quote!(::core::unreachable!()),
+                quote!(::core::unreachable!()),
+            )
+        } else {
+            let pattern_body = if compiled {
+                let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Trace);
+                quote! {
+                    ::deltad::__private::TraceSeeds::hessian_pattern::<#prim>(#count, |__deltad_trace| {
+                        let mut #seeds = __deltad_trace;
+                        #pass
+                    })
+                }
+            } else {
+                quote! {
+                    let __deltad_n: usize = #count;
+                    ::deltad::__private::SparsityPattern::symmetric(
+                        __deltad_n,
+                        (0..__deltad_n).map(|_| 0..__deltad_n),
+                    )
+                }
+            };
+            // The compressed columns of one chunk (compiled) or colour
+            // (tape), from `__deltad_start`.
+            let (step, columns) = if compiled {
+                let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Chunk);
+                (
+                    quote!(::deltad::__private::CHUNK),
+                    quote! {{
+                        let mut #seeds = ::deltad::__private::ColourSeeds::<{ ::deltad::__private::CHUNK }>::new(#pattern, __deltad_start);
+                        #pass.1
+                    }},
+                )
+            } else {
+                let pass = self.forward_over_reverse(&seeds, true);
+                (
+                    quote!(1usize),
+                    quote! {{
+                        let mut #seeds = ::deltad::__private::Seeds::from_flat(#pattern.colour_seed::<#prim>(__deltad_start));
+                        ::std::vec![#pass.1]
+                    }},
+                )
+            };
+            let sparse_body = quote! {
+                let __deltad_n: usize = #count;
+                #pattern.check_columns(__deltad_n);
+                ::core::assert!(#pattern.is_symmetric(), "deltad: sparse_hessian takes the pattern hessian_pattern gives (a symmetric one)");
+                let __deltad_colours = #pattern.colours();
+                let mut __deltad_compressed = ::std::vec![<#prim as ::deltad::__private::Primitive>::ZERO; __deltad_n * __deltad_colours];
+                let mut __deltad_start = 0usize;
+                while __deltad_start < __deltad_colours {
+                    let __deltad_columns = #columns;
+                    let __deltad_lanes = (#step).min(__deltad_colours - __deltad_start);
+                    for (__deltad_k, __deltad_hv) in __deltad_columns.iter().take(__deltad_lanes).enumerate() {
+                        let mut __deltad_flat = ::std::vec::Vec::new();
+                        #flatten(__deltad_hv, &mut __deltad_flat);
+                        for (__deltad_i, __deltad_v) in __deltad_flat.into_iter().enumerate() {
+                            __deltad_compressed[__deltad_i * __deltad_colours + __deltad_start + __deltad_k] = __deltad_v;
+                        }
+                    }
+                    __deltad_start += #step;
+                }
+                ::deltad::__private::SparseMatrix::from_compressed(#pattern, &__deltad_compressed)
+            };
+            (pattern_body, sparse_body)
+        };
+        quote! {
+            #[doc = #pattern_doc]
+            #[inline]
+            pub fn #pattern_fn #generics (#(#params),*) -> ::deltad::__private::SparsityPattern #where_clause {
+                #pattern_body
+            }
+
+            #[doc = #sparse_doc]
+            #[inline]
+            pub fn #sparse_fn #generics (#(#params,)* #pattern: &::deltad::__private::SparsityPattern) -> ::deltad::__private::SparseMatrix<#prim> #where_clause {
                 #sparse_body
             }
         }
@@ -100,7 +227,7 @@ impl Generator<'_> {
         quote! {
             ::deltad::__private::TraceSeeds::pattern::<#prim>(#count, |__deltad_trace| {
                 let #result = #pass;
-                #reals
+                (#reals).into_owned()
             })
         }
     }
@@ -118,21 +245,17 @@ impl Generator<'_> {
         let reals = self.pass_reals(&result, Scalar::Chunk);
         quote! {
             #pattern.check_columns(#count);
-            let mut __deltad_jacobian = ::deltad::__private::SparseJacobian::<#prim>::zeros(#pattern);
-            let mut __deltad_start = 0usize;
-            let mut __deltad_value = ::core::option::Option::None;
-            while __deltad_value.is_none() || __deltad_start < #pattern.colours() {
-                let #result = #pass;
-                __deltad_jacobian.store_colours(&#reals, __deltad_start);
-                if __deltad_value.is_none() {
-                    __deltad_value = ::core::option::Option::Some(#value);
-                }
-                __deltad_start += ::deltad::__private::CHUNK;
-            }
-            match __deltad_value {
-                ::core::option::Option::Some(__deltad_value) => (__deltad_value, __deltad_jacobian),
-                ::core::option::Option::None => ::core::unreachable!(),
-            }
+            let mut __deltad_jacobian = ::deltad::__private::SparseMatrix::<#prim>::zeros(#pattern);
+            let __deltad_value = ::deltad::__private::chunked_passes(
+                #pattern.colours(),
+                ::deltad::__private::CHUNK,
+                |__deltad_start, __deltad_first| {
+                    let #result = #pass;
+                    __deltad_jacobian.store_colours(&#reals, __deltad_start);
+                    __deltad_first.then(|| #value)
+                },
+            );
+            (__deltad_value, __deltad_jacobian)
         }
     }
 
@@ -152,22 +275,20 @@ impl Generator<'_> {
         let results_type = self.results_type();
         quote! {
             #pattern.check_columns(#count);
-            let mut __deltad_jacobian = ::deltad::__private::SparseJacobian::<#prim>::zeros(#pattern);
-            let mut __deltad_colour = 0usize;
-            let mut __deltad_value = ::core::option::Option::None;
-            while __deltad_value.is_none() || __deltad_colour < #pattern.colours() {
-                let mut #seeds = ::deltad::__private::Seeds::from_flat(#pattern.colour_seed::<#prim>(__deltad_colour));
-                let (__deltad_v, __deltad_tangent) = #pass;
-                let __deltad_column =
-                    ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
-                __deltad_jacobian.store_colour(&__deltad_column, __deltad_colour);
-                __deltad_value.get_or_insert(__deltad_v);
-                __deltad_colour += 1;
-            }
-            match __deltad_value {
-                ::core::option::Option::Some(__deltad_value) => (__deltad_value, __deltad_jacobian),
-                ::core::option::Option::None => ::core::unreachable!(),
-            }
+            let mut __deltad_jacobian = ::deltad::__private::SparseMatrix::<#prim>::zeros(#pattern);
+            let __deltad_value = ::deltad::__private::chunked_passes(
+                #pattern.colours(),
+                1,
+                |__deltad_colour, __deltad_first| {
+                    let mut #seeds = ::deltad::__private::Seeds::from_flat(#pattern.colour_seed::<#prim>(__deltad_colour));
+                    let (__deltad_v, __deltad_tangent) = #pass;
+                    let __deltad_column =
+                        ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
+                    __deltad_jacobian.store_colour(&__deltad_column, __deltad_colour);
+                    __deltad_first.then_some(__deltad_v)
+                },
+            );
+            (__deltad_value, __deltad_jacobian)
         }
     }
 }
