@@ -76,3 +76,62 @@ pub fn check() {
         assert_eq!(d, &residuals::jvp(&x, t).1);
     }
 }
+
+/// Sizes of the Hessian benchmarks: a dense Hessian by rows, and the
+/// tridiagonal Hessian of the Rosenbrock chain by colours.
+pub const DENSE_HESSIAN_SIZES: [usize; 2] = [16, 64];
+pub const SPARSE_HESSIAN_SIZES: [usize; 2] = [1_000, 10_000];
+
+/// Every pair of inputs interacts: a dense Hessian.
+#[differentiate]
+pub fn pairwise(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() {
+        for j in 0..i {
+            s += (x[i] - x[j]).powi(2) / (1.0 + x[i] * x[j] * 0.1).exp();
+        }
+    }
+    s
+}
+
+/// The Rosenbrock chain: a tridiagonal Hessian.
+#[differentiate]
+pub fn chain(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..x.len() - 1 {
+        s += 100.0 * (x[i + 1] - x[i] * x[i]).powi(2) + (1.0 - x[i]).powi(2);
+    }
+    s
+}
+
+/// The Hessian as before chunks: one forward-over-reverse pass (`hvp`)
+/// per row.
+pub fn hessian_by_rows(x: &[f64]) -> Vec<pairwise::Grad> {
+    (0..x.len())
+        .map(|i| {
+            let mut unit = vec![0.0; x.len()];
+            unit[i] = 1.0;
+            pairwise::hvp(x, &pairwise::Grad { x: unit })
+        })
+        .collect()
+}
+
+/// The chunked Hessian against one `hvp` per row, and the sparse Hessian
+/// of the chain against its dense one.
+pub fn check_hessians() {
+    let x = input(11);
+    let (chunked, rows) = (pairwise::hessian(&x), hessian_by_rows(&x));
+    for (a, b) in chunked.iter().zip(&rows) {
+        for (u, v) in a.x.iter().zip(&b.x) {
+            assert!((u - v).abs() <= 1e-12 * v.abs().max(1.0), "{u} vs {v}");
+        }
+    }
+    let pattern = chain::hessian_pattern(&x);
+    assert_eq!(pattern.colours(), 3);
+    let sparse = chain::sparse_hessian(&x, &pattern).to_dense();
+    for (a, b) in sparse.iter().zip(chain::hessian(&x)) {
+        for (u, v) in a.iter().zip(&b.x) {
+            assert!((u - v).abs() <= 1e-12 * v.abs().max(1.0), "{u} vs {v}");
+        }
+    }
+}

@@ -34,4 +34,5 @@ fn call() {
 #[test]
 fn jacobians() {
     deltad_bench_suite::jacobians::check();
+    deltad_bench_suite::jacobians::check_hessians();
 }

@@ -213,8 +213,10 @@ impl Generator<'_> {
                 ::deltad::__private::CHUNK,
                 |__deltad_start, __deltad_first| {
                     let #result = #pass;
-                    let __deltad_lanes = ::deltad::__private::CHUNK
-                        .min(#tangents.len().saturating_sub(__deltad_start));
+                    let __deltad_lanes = ::core::cmp::Ord::min(
+                        ::deltad::__private::CHUNK,
+                        #tangents.len().saturating_sub(__deltad_start),
+                    );
                     for __deltad_lane in 0..__deltad_lanes {
                         __deltad_out.push(#lane);
                     }

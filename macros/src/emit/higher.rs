@@ -287,7 +287,7 @@ impl Generator<'_> {
                 quote! {
                     (0..#count).step_by(#chunk).flat_map(|__deltad_start| {
                         let mut #seeds = #seeds_of;
-                        #pass.1.into_iter().take(#chunk.min(#count - __deltad_start))
+                        #pass.1.into_iter().take(::core::cmp::Ord::min(#chunk, #count - __deltad_start))
                     })
                 }
             } else {

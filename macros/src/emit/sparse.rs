@@ -189,7 +189,7 @@ impl Generator<'_> {
                 let mut __deltad_start = 0usize;
                 while __deltad_start < __deltad_colours {
                     let __deltad_columns = #columns;
-                    let __deltad_lanes = (#step).min(__deltad_colours - __deltad_start);
+                    let __deltad_lanes = ::core::cmp::Ord::min(#step, __deltad_colours - __deltad_start);
                     for (__deltad_k, __deltad_hv) in __deltad_columns.iter().take(__deltad_lanes).enumerate() {
                         let mut __deltad_flat = ::std::vec::Vec::new();
                         #flatten(__deltad_hv, &mut __deltad_flat);
