@@ -254,3 +254,36 @@ fn local_buffers_written_through_iter_mut_adaptors() {
     let dt: f64 = x.iter().map(|v| 2.0 * v + 2.0 * v * v).sum();
     assert_close_tol(&[g.t], &[dt], 1e-15, "iter_mut adaptors t");
 }
+
+/// A 2×2 rotation by `a`, row-major.
+#[differentiate]
+fn rotation2(a: f64) -> Vec<f64> {
+    vec![a.cos(), -a.sin(), a.sin(), a.cos()]
+}
+
+/// The norm of `R(a) v` squared plus `a·v₀`.
+#[differentiate]
+fn rotated_norm(r: &[f64], v: &[f64], a: f64) -> f64 {
+    let x = r[0] * v[0] + r[1] * v[1];
+    let y = r[2] * v[0] + r[3] * v[1];
+    x * x + y * y + a * v[0]
+}
+
+/// A local whose only uses are borrows (`rotated_norm(&r, ..)`): annotated
+/// `Vec<f64>`, it is a buffer on the compiled path (unannotated, the macro
+/// cannot tell a buffer from a value of a user type and takes the tape).
+#[differentiate(compiled)]
+fn annotated_buffer_local(a: f64, v: &[f64]) -> f64 {
+    let r: Vec<f64> = rotation2(a * v[1]);
+    rotated_norm(&r, v, a)
+}
+
+#[test]
+fn a_local_annotated_as_a_buffer_takes_the_compiled_path() {
+    let (a, v) = (0.3, [1.5, -0.4]);
+    let g = annotated_buffer_local::grad(a, &v);
+    let mut flat = vec![g.a];
+    flat.extend(&g.v);
+    let fd = finite_difference(|p| annotated_buffer_local(p[0], &p[1..]), &[a, v[0], v[1]]);
+    assert_close(&flat, &fd, "annotated buffer local");
+}

@@ -119,6 +119,33 @@ pub(crate) fn shape_of(ty: &Type) -> Shape {
     }
 }
 
+/// True for `Vec<f64>`, `[f64; N]` (or `f32`): a local annotated with one of
+/// these types is a buffer of reals, whatever its value's form.
+pub(crate) fn is_real_buffer_type(ty: &Type) -> bool {
+    let is_float = |ty: &Type| {
+        matches!(ty, Type::Path(TypePath { qself: None, path })
+            if path.segments.len() == 1 && is_float_type_name(&path.segments[0].ident.to_string()))
+    };
+    match ty {
+        Type::Array(array) => is_float(&array.elem),
+        Type::Paren(paren) => is_real_buffer_type(&paren.elem),
+        Type::Path(TypePath { qself: None, path }) => {
+            let Some(last) = path.segments.last() else {
+                return false;
+            };
+            match &last.arguments {
+                PathArguments::AngleBracketed(args)
+                    if last.ident == "Vec" && args.args.len() == 1 =>
+                {
+                    matches!(&args.args[0], GenericArgument::Type(elem) if is_float(elem))
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 /// True for a type that can only be a user type: a path without type
 /// arguments that names no float, discrete type, standard container or
 /// nalgebra/ndarray type (a type deriving `Differentiable`, or an alias;

@@ -146,13 +146,13 @@ pub mod __private {
         TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
-        buffer_part, checkpoint_segment, lift_buffer, lifted, machine_value, opaque_values,
-        recorded_values, result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep,
-        split_dual, unit_seed, with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam,
-        AsBuffer, AsTwin, Bits, ConstantArg, Discard, HeldAs, HeldResult, HeldSink, HeldValue,
-        KeptWhole, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant,
-        PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ResultUse, ScalarSink,
-        SliceParam, SliceSink, Stack, Unvalued, Valued,
+        buffer_lanes, buffer_part, checkpoint_segment, lift_buffer, lifted, machine_value,
+        opaque_values, recorded_values, result_ids, seed_buffer_and_sweep, seed_of,
+        seed_opaque_and_sweep, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
+        ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Discard, HeldAs, HeldResult,
+        HeldSink, HeldValue, KeptWhole, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive,
+        PassConstant, PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ResultUse,
+        ScalarSink, SliceParam, SliceSink, Stack, Unvalued, Valued,
     };
     pub use crate::compiled_call::{
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,

@@ -109,7 +109,7 @@ fn angle_axis(a: &[f64]) -> Vec<f64> {
 }
 
 /// The posed model's vertices in world coordinates (x y z per vertex).
-#[differentiate]
+#[differentiate(compiled)]
 pub fn vertices(theta: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> {
     let bones = hand.parents.len();
     // The finger angles of each bone (x then z angle); bones 4f + 2,
@@ -125,38 +125,50 @@ pub fn vertices(theta: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> {
             angles[2 * (first + 2)] = theta[9 + 4 * finger];
         }
     }
-    let mut absolutes: Vec<Vec<f64>> = Vec::with_capacity(bones);
-    let mut transforms: Vec<Vec<f64>> = Vec::with_capacity(bones);
+    // Each bone's absolute transform and skinning transform, 16 entries
+    // each, row-major.
+    let mut absolutes = vec![0.0; 16 * bones];
+    let mut transforms = vec![0.0; 16 * bones];
     for bone in 0..bones {
-        let rotation = euler(angles[2 * bone], 0.0, angles[2 * bone + 1]);
-        let relative = times_rotation(&hand.base_relatives[16 * bone..16 * bone + 16], &rotation);
+        let rotation: Vec<f64> = euler(angles[2 * bone], 0.0, angles[2 * bone + 1]);
+        let relative: Vec<f64> =
+            times_rotation(&hand.base_relatives[16 * bone..16 * bone + 16], &rotation);
         let parent = hand.parents[bone];
-        let absolute = if parent < 0 {
-            relative
+        if parent < 0 {
+            for k in 0..16 {
+                absolutes[16 * bone + k] = relative[k];
+            }
         } else {
-            product(&absolutes[parent as usize], &relative)
-        };
-        let inverse = &hand.inverse_base_absolutes[16 * bone..16 * bone + 16];
-        let transform = product(&absolute, inverse);
-        transforms.push(transform);
-        absolutes.push(absolute);
+            let p = parent as usize;
+            let absolute: Vec<f64> = product(&absolutes[16 * p..16 * p + 16], &relative);
+            for k in 0..16 {
+                absolutes[16 * bone + k] = absolute[k];
+            }
+        }
+        let transform: Vec<f64> = product(
+            &absolutes[16 * bone..16 * bone + 16],
+            &hand.inverse_base_absolutes[16 * bone..16 * bone + 16],
+        );
+        for k in 0..16 {
+            transforms[16 * bone + k] = transform[k];
+        }
     }
     let global = angle_axis(&theta[0..3]);
     let count = hand.base_positions.len() / 4;
     let mut world = vec![0.0; 3 * count];
     for v in 0..count {
-        let base = &hand.base_positions[4 * v..4 * v + 4];
+        let base = 4 * v;
         let mut position = [0.0; 3];
         for bone in 0..bones {
             let weight = hand.weights[v * bones + bone];
             if weight != 0.0 {
-                let t = &transforms[bone];
+                let t = 16 * bone;
                 for i in 0..3 {
                     position[i] += weight
-                        * (t[4 * i] * base[0]
-                            + t[4 * i + 1] * base[1]
-                            + t[4 * i + 2] * base[2]
-                            + t[4 * i + 3] * base[3]);
+                        * (transforms[t + 4 * i] * hand.base_positions[base]
+                            + transforms[t + 4 * i + 1] * hand.base_positions[base + 1]
+                            + transforms[t + 4 * i + 2] * hand.base_positions[base + 2]
+                            + transforms[t + 4 * i + 3] * hand.base_positions[base + 3]);
                 }
             }
         }

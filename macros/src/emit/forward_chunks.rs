@@ -194,10 +194,30 @@ impl Generator<'_> {
             },
         );
         let value = self.chunk_part(&result, quote!(|__deltad_d: #chunk| __deltad_d.value));
-        let lane = self.chunk_part(
-            &result,
-            quote!(|__deltad_d: #chunk| __deltad_d.tangents[__deltad_lane]),
-        );
+        // A buffer result's lanes in one sweep over it; the others lane by
+        // lane.
+        let push_lanes = match self.signature.buffer_output() {
+            Some(_) if self.signature.struct_output().is_none() => {
+                let output = self.pass_output_type(Scalar::Machine);
+                quote! {
+                    __deltad_out.extend(::deltad::__private::buffer_lanes::<#prim, { ::deltad::__private::CHUNK }, _, #output>(
+                        &#result,
+                        __deltad_lanes,
+                    ));
+                }
+            }
+            _ => {
+                let lane = self.chunk_part(
+                    &result,
+                    quote!(|__deltad_d: #chunk| __deltad_d.tangents[__deltad_lane]),
+                );
+                quote! {
+                    for __deltad_lane in 0..__deltad_lanes {
+                        __deltad_out.push(#lane);
+                    }
+                }
+            }
+        };
         quote! {
             let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #tangents
                 .iter()
@@ -217,9 +237,7 @@ impl Generator<'_> {
                         ::deltad::__private::CHUNK,
                         #tangents.len().saturating_sub(__deltad_start),
                     );
-                    for __deltad_lane in 0..__deltad_lanes {
-                        __deltad_out.push(#lane);
-                    }
+                    #push_lanes
                     __deltad_first.then(|| #value)
                 },
             );

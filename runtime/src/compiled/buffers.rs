@@ -4,6 +4,7 @@
 //! and tangents, recorded results read and seeded on a tape).
 
 use crate::dual::Dual;
+use crate::dual_vec::DualVec;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 use crate::tape::{DeltaId, Tape};
@@ -49,6 +50,14 @@ pub trait ResultBuffer<S>: Sized {
     /// The contents, leaving something empty (a `Vec`) or the same (an
     /// array) behind: for an adjoint that is not read again.
     fn take(&mut self) -> Self;
+    /// A buffer holding `elements` (moved into a `Vec` result, copied into
+    /// an array).
+    fn from_vec(elements: Vec<S>) -> Self
+    where
+        S: Copy,
+    {
+        Self::from_elements(elements.len(), |k| elements[k])
+    }
 }
 
 impl<S: Copy> ResultBuffer<S> for Vec<S> {
@@ -63,6 +72,10 @@ impl<S: Copy> ResultBuffer<S> for Vec<S> {
     #[inline]
     fn take(&mut self) -> Self {
         core::mem::take(self)
+    }
+    #[inline]
+    fn from_vec(elements: Vec<S>) -> Self {
+        elements
     }
 }
 
@@ -120,6 +133,27 @@ where
 {
     let elements = result.elements();
     V::from_elements(elements.len(), |k| part(&elements[k]))
+}
+
+/// The first `lanes` tangents of every element of a buffer result on
+/// [`DualVec`], as one buffer per tangent: one sweep over the result (not
+/// one per tangent, which would read a long result `lanes` times).
+pub fn buffer_lanes<P, const N: usize, B, V>(result: &B, lanes: usize) -> Vec<V>
+where
+    P: Primitive,
+    B: ResultBuffer<DualVec<P, N>>,
+    V: ResultBuffer<P>,
+{
+    let elements = result.elements();
+    let mut columns: Vec<Vec<P>> = (0..lanes)
+        .map(|_| Vec::with_capacity(elements.len()))
+        .collect();
+    for element in elements {
+        for (column, &tangent) in columns.iter_mut().zip(&element.tangents) {
+            column.push(tangent);
+        }
+    }
+    columns.into_iter().map(V::from_vec).collect()
 }
 
 /// The values of a recorded buffer result (of dual values on `tape`).

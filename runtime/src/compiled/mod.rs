@@ -30,8 +30,8 @@ mod stack;
 mod structs;
 
 pub use buffers::{
-    buffer_part, lift_buffer, recorded_values, result_ids, seed_buffer_and_sweep, seed_of,
-    split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
+    buffer_lanes, buffer_part, lift_buffer, recorded_values, result_ids, seed_buffer_and_sweep,
+    seed_of, split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 
 pub use held::{AsBuffer, AsTwin, HeldAs, HeldResult, HeldSink, HeldValue};

@@ -117,7 +117,12 @@ impl Lowerer {
                         return self.let_borrowed(&ident.ident, target, out);
                     }
                 }
-                if self.is_buffer_value(&ident.ident, init, rest)? {
+                // Annotated `Vec<f64>` / `[f64; N]`, or a buffer by its value's
+                // form or its uses.
+                let annotated_buffer = annotation
+                    .as_ref()
+                    .is_some_and(crate::types::is_real_buffer_type);
+                if annotated_buffer || self.is_buffer_value(&ident.ident, init, rest)? {
                     return self.let_buffer(&ident.ident, mutable, annotation, init, out);
                 }
                 self.let_ident(&ident.ident, mutable, annotation, init, out)
