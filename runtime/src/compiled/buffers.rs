@@ -136,8 +136,9 @@ where
 }
 
 /// The first `lanes` tangents of every element of a buffer result on
-/// [`DualVec`], as one buffer per tangent: one sweep over the result (not
-/// one per tangent, which would read a long result `lanes` times).
+/// [`DualVec`], as one buffer per tangent: one sweep over the result by
+/// blocks (not one sweep per tangent, which reads a long result `lanes`
+/// times from memory).
 pub fn buffer_lanes<P, const N: usize, B, V>(result: &B, lanes: usize) -> Vec<V>
 where
     P: Primitive,
@@ -148,9 +149,10 @@ where
     let mut columns: Vec<Vec<P>> = (0..lanes)
         .map(|_| Vec::with_capacity(elements.len()))
         .collect();
-    for element in elements {
-        for (column, &tangent) in columns.iter_mut().zip(&element.tangents) {
-            column.push(tangent);
+    // By blocks that stay in the cache while every column takes its part.
+    for block in elements.chunks(256) {
+        for (k, column) in columns.iter_mut().enumerate() {
+            column.extend(block.iter().map(|element| element.tangents[k]));
         }
     }
     columns.into_iter().map(V::from_vec).collect()
