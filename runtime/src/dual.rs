@@ -13,15 +13,11 @@
 //! zero, even through a rule whose derivative is infinite there (`sqrt` at
 //! 0), as reverse mode skips zero adjoints.
 
-use core::cmp::Ordering;
 use core::fmt;
-use core::iter::{Product, Sum};
-use core::ops::{
-    Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
-};
+use core::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 use crate::math::{constant_rules, multi_rules, unary_rules};
-use crate::scalar::{sealed, Scalar};
+use crate::scalar::Scalar;
 
 /// A dual number: a value and its tangent (the derivative along one
 /// direction). Nesting (`Dual<Dual<f64>>`, `Dual<Real<..>>`) gives higher
@@ -62,6 +58,16 @@ impl<S: Scalar> Dual<S> {
             derivative * self.tangent
         };
         Dual { value, tangent }
+    }
+
+    /// Applies a two-operand rule `(f, ∂f/∂self, ∂f/∂other)`.
+    #[inline(always)]
+    fn chain2(self, other: Self, rule: impl FnOnce(S, S) -> (S, S, S)) -> Self {
+        let (value, d_self, d_other) = rule(self.value, other.value);
+        Dual::new(
+            value,
+            combine([(d_self, self.tangent), (d_other, other.tangent)]),
+        )
     }
 }
 
@@ -148,87 +154,105 @@ impl<S: Scalar> Neg for Dual<S> {
     }
 }
 
-macro_rules! assign_ops {
-    ($($trait:ident $method:ident $op:tt),*) => {$(
-        impl<S: Scalar> $trait for Dual<S> {
+/// What every forward-mode dual type shares, given its generics, its type,
+/// its constant constructor, and `chain` (a unary rule) and `chain2` (a
+/// binary rule) methods: compound assignment, comparisons and printing by
+/// value, `Sum` and `Product`, the sealed marker; and (`@elementary`, inside
+/// its `Scalar` impl) the elementary functions through `chain`/`chain2`.
+macro_rules! forward_dual {
+    ([$($generics:tt)*] $ty:ty, $constant:path) => {
+        forward_dual!(@assign [$($generics)*] $ty, AddAssign add_assign +);
+        forward_dual!(@assign [$($generics)*] $ty, SubAssign sub_assign -);
+        forward_dual!(@assign [$($generics)*] $ty, MulAssign mul_assign *);
+        forward_dual!(@assign [$($generics)*] $ty, DivAssign div_assign /);
+        forward_dual!(@assign [$($generics)*] $ty, RemAssign rem_assign %);
+
+        /// Comparisons look at values only.
+        impl<$($generics)*> PartialEq for $ty {
+            fn eq(&self, other: &Self) -> bool {
+                self.value == other.value
+            }
+        }
+
+        impl<$($generics)*> PartialOrd for $ty {
+            fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+                self.value.partial_cmp(&other.value)
+            }
+        }
+
+        impl<$($generics)*> core::fmt::Display for $ty {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                core::fmt::Display::fmt(&self.value, f)
+            }
+        }
+
+        impl<$($generics)*> crate::scalar::sealed::Sealed for $ty {}
+
+        /// From -0.0, as the standard library's float `Sum` (and `Real`'s).
+        impl<$($generics)*> core::iter::Sum for $ty {
+            fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+                iter.fold(-$constant(S::zero()), |total, x| total + x)
+            }
+        }
+
+        impl<'a, $($generics)*> core::iter::Sum<&'a $ty> for $ty {
+            fn sum<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
+                iter.copied().sum()
+            }
+        }
+
+        impl<$($generics)*> core::iter::Product for $ty {
+            fn product<I: Iterator<Item = Self>>(iter: I) -> Self {
+                iter.fold($constant(S::one()), |total, x| total * x)
+            }
+        }
+
+        impl<'a, $($generics)*> core::iter::Product<&'a $ty> for $ty {
+            fn product<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
+                iter.copied().product()
+            }
+        }
+    };
+    (@assign [$($generics:tt)*] $ty:ty, $trait:ident $method:ident $op:tt) => {
+        impl<$($generics)*> core::ops::$trait for $ty {
             #[inline(always)]
             fn $method(&mut self, rhs: Self) {
                 *self = *self $op rhs;
             }
         }
-    )*};
-}
-assign_ops!(AddAssign add_assign +, SubAssign sub_assign -, MulAssign mul_assign *, DivAssign div_assign /, RemAssign rem_assign %);
+    };
+    (@elementary) => {
+        forward_dual!(@unary unary_rules: sin cos tan asin acos atan sinh cosh tanh asinh acosh
+            atanh exp exp2 exp_m1 ln log2 log10 ln_1p sqrt cbrt recip abs fract);
+        forward_dual!(@unary constant_rules: floor ceil round round_ties_even trunc signum);
+        forward_dual!(@binary atan2 powf hypot copysign rem_euclid div_euclid max min);
 
-/// Comparisons look at values only.
-impl<S: Scalar> PartialEq for Dual<S> {
-    fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
-    }
-}
-
-impl<S: Scalar> PartialOrd for Dual<S> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        self.value.partial_cmp(&other.value)
-    }
-}
-
-impl<S: Scalar> fmt::Debug for Dual<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} + {:?}ε", self.value, self.tangent)
-    }
-}
-
-impl<S: Scalar> fmt::Display for Dual<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.value, f)
-    }
-}
-
-impl<S: Scalar> sealed::Sealed for Dual<S> {}
-
-/// From -0.0, as the standard library's float `Sum` (and `Real`'s).
-impl<S: Scalar> Sum for Dual<S> {
-    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
-        iter.fold(-Dual::constant(S::zero()), |total, x| total + x)
-    }
-}
-
-impl<'a, S: Scalar> Sum<&'a Dual<S>> for Dual<S> {
-    fn sum<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
-        iter.copied().sum()
-    }
-}
-
-impl<S: Scalar> Product for Dual<S> {
-    fn product<I: Iterator<Item = Self>>(iter: I) -> Self {
-        iter.fold(Dual::constant(S::one()), |total, x| total * x)
-    }
-}
-
-impl<'a, S: Scalar> Product<&'a Dual<S>> for Dual<S> {
-    fn product<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
-        iter.copied().product()
-    }
-}
-
-macro_rules! unary {
-    ($rules:ident: $($name:ident)*) => {$(
+        #[inline(always)]
+        fn powi(self, n: i32) -> Self {
+            self.chain(|x| multi_rules::powi(x, n))
+        }
+    };
+    (@unary $rules:ident: $($name:ident)*) => {$(
         #[inline(always)]
         fn $name(self) -> Self {
             self.chain($rules::$name)
         }
     )*};
-}
-
-macro_rules! binary {
-    ($($name:ident)*) => {$(
+    (@binary $($name:ident)*) => {$(
         #[inline(always)]
         fn $name(self, other: Self) -> Self {
-            let (value, d_self, d_other) = multi_rules::$name(self.value, other.value);
-            Dual::new(value, combine([(d_self, self.tangent), (d_other, other.tangent)]))
+            self.chain2(other, multi_rules::$name)
         }
     )*};
+}
+pub(crate) use forward_dual;
+
+forward_dual!([S: Scalar] Dual<S>, Dual::constant);
+
+impl<S: Scalar> fmt::Debug for Dual<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} + {:?}ε", self.value, self.tangent)
+    }
 }
 
 impl<S: Scalar> Scalar for Dual<S> {
@@ -269,15 +293,7 @@ impl<S: Scalar> Scalar for Dual<S> {
         self.value.is_zero() && self.tangent.is_zero()
     }
 
-    unary!(unary_rules: sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2
-        exp_m1 ln log2 log10 ln_1p sqrt cbrt recip abs fract);
-    unary!(constant_rules: floor ceil round round_ties_even trunc signum);
-    binary!(atan2 powf hypot copysign rem_euclid div_euclid max min);
-
-    #[inline(always)]
-    fn powi(self, n: i32) -> Self {
-        self.chain(|x| multi_rules::powi(x, n))
-    }
+    forward_dual!(@elementary);
     #[inline(always)]
     fn mul_add(self, a: Self, b: Self) -> Self {
         let (value, d_x, d_a, d_b) = multi_rules::mul_add(self.value, a.value, b.value);

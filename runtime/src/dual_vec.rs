@@ -12,15 +12,12 @@
 //! there (`sqrt` at 0). Nesting works as for `Dual`: the value and the
 //! tangents may themselves be dual values of an outer level.
 
-use core::cmp::Ordering;
 use core::fmt;
-use core::iter::{Product, Sum};
-use core::ops::{
-    Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
-};
+use core::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
+use crate::dual::forward_dual;
 use crate::math::{constant_rules, multi_rules, unary_rules};
-use crate::scalar::{sealed, Scalar};
+use crate::scalar::Scalar;
 
 /// A dual number with `N` tangents: the derivatives of one value along `N`
 /// directions at once.
@@ -175,30 +172,7 @@ impl<S: Scalar, const N: usize> Neg for DualVec<S, N> {
     }
 }
 
-macro_rules! assign_ops {
-    ($($trait:ident $method:ident $op:tt),*) => {$(
-        impl<S: Scalar, const N: usize> $trait for DualVec<S, N> {
-            #[inline(always)]
-            fn $method(&mut self, rhs: Self) {
-                *self = *self $op rhs;
-            }
-        }
-    )*};
-}
-assign_ops!(AddAssign add_assign +, SubAssign sub_assign -, MulAssign mul_assign *, DivAssign div_assign /, RemAssign rem_assign %);
-
-/// Comparisons look at values only.
-impl<S: Scalar, const N: usize> PartialEq for DualVec<S, N> {
-    fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
-    }
-}
-
-impl<S: Scalar, const N: usize> PartialOrd for DualVec<S, N> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        self.value.partial_cmp(&other.value)
-    }
-}
+forward_dual!([S: Scalar, const N: usize] DualVec<S, N>, DualVec::constant);
 
 impl<S: Scalar, const N: usize> fmt::Debug for DualVec<S, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -208,57 +182,6 @@ impl<S: Scalar, const N: usize> fmt::Debug for DualVec<S, N> {
         }
         Ok(())
     }
-}
-
-impl<S: Scalar, const N: usize> fmt::Display for DualVec<S, N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.value, f)
-    }
-}
-
-impl<S: Scalar, const N: usize> sealed::Sealed for DualVec<S, N> {}
-
-/// From -0.0, as the standard library's float `Sum`.
-impl<S: Scalar, const N: usize> Sum for DualVec<S, N> {
-    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
-        iter.fold(-DualVec::constant(S::zero()), |total, x| total + x)
-    }
-}
-
-impl<'a, S: Scalar, const N: usize> Sum<&'a DualVec<S, N>> for DualVec<S, N> {
-    fn sum<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
-        iter.copied().sum()
-    }
-}
-
-impl<S: Scalar, const N: usize> Product for DualVec<S, N> {
-    fn product<I: Iterator<Item = Self>>(iter: I) -> Self {
-        iter.fold(DualVec::constant(S::one()), |total, x| total * x)
-    }
-}
-
-impl<'a, S: Scalar, const N: usize> Product<&'a DualVec<S, N>> for DualVec<S, N> {
-    fn product<I: Iterator<Item = &'a Self>>(iter: I) -> Self {
-        iter.copied().product()
-    }
-}
-
-macro_rules! unary {
-    ($rules:ident: $($name:ident)*) => {$(
-        #[inline(always)]
-        fn $name(self) -> Self {
-            self.chain($rules::$name)
-        }
-    )*};
-}
-
-macro_rules! binary {
-    ($($name:ident)*) => {$(
-        #[inline(always)]
-        fn $name(self, other: Self) -> Self {
-            self.chain2(other, multi_rules::$name)
-        }
-    )*};
 }
 
 impl<S: Scalar, const N: usize> Scalar for DualVec<S, N> {
@@ -280,15 +203,7 @@ impl<S: Scalar, const N: usize> Scalar for DualVec<S, N> {
         self.value.is_zero() && self.tangents.iter().all(Scalar::is_zero)
     }
 
-    unary!(unary_rules: sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2
-        exp_m1 ln log2 log10 ln_1p sqrt cbrt recip abs fract);
-    unary!(constant_rules: floor ceil round round_ties_even trunc signum);
-    binary!(atan2 powf hypot copysign rem_euclid div_euclid max min);
-
-    #[inline(always)]
-    fn powi(self, n: i32) -> Self {
-        self.chain(|x| multi_rules::powi(x, n))
-    }
+    forward_dual!(@elementary);
     #[inline(always)]
     fn mul_add(self, a: Self, b: Self) -> Self {
         let (value, d_x, d_a, d_b) = multi_rules::mul_add(self.value, a.value, b.value);

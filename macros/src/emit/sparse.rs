@@ -26,9 +26,6 @@ impl Generator<'_> {
         if !self.has_forward_chunks() {
             return TokenStream::new();
         }
-        let generics = self.fn_generics();
-        let where_clause = super::clone_where_clause(self.signature);
-        let params = self.wrapper_params();
         let prim = &self.prim;
         let output_type = self.output_type();
         let (pattern_fn, sparse_fn) = (
@@ -81,26 +78,15 @@ impl Generator<'_> {
         } else {
             (self.tape_pattern_body(), self.tape_sparse_body(&pattern))
         };
-        quote! {
-            #[doc = #pattern_doc]
-            #[inline]
-            pub fn #pattern_fn #generics (#(#params),*) -> ::deltad::__private::SparsityPattern #where_clause {
-                #pattern_body
-            }
-
-            #[doc = #sparse_doc]
-            #[inline]
-            pub fn #sparse_fn #generics (#(#params,)* #pattern: &::deltad::__private::SparsityPattern) -> (#output_type, ::deltad::__private::SparseMatrix<#prim>) #where_clause {
-                #sparse_body
-            }
-        }
+        self.pattern_and_matrix(
+            (&pattern_fn, &pattern_doc, pattern_body),
+            (&sparse_fn, &sparse_doc, sparse_body),
+            quote!((#output_type, ::deltad::__private::SparseMatrix<#prim>)),
+        )
     }
 
     /// `hessian_pattern` and `sparse_hessian` (where `hessian` exists).
     pub(super) fn sparse_hessians(&self, stub: bool) -> TokenStream {
-        let generics = self.fn_generics();
-        let where_clause = super::clone_where_clause(self.signature);
-        let params = self.wrapper_params();
         let prim = &self.prim;
         let (pattern_fn, sparse_fn) = (
             Ident::new(items::HESSIAN_PATTERN_FN, Span::call_site()),
@@ -203,6 +189,26 @@ impl Generator<'_> {
             };
             (pattern_body, sparse_body)
         };
+        self.pattern_and_matrix(
+            (&pattern_fn, &pattern_doc, pattern_body),
+            (&sparse_fn, &sparse_doc, sparse_body),
+            quote!(::deltad::__private::SparseMatrix<#prim>),
+        )
+    }
+
+    /// `pattern_fn(<the arguments>) -> SparsityPattern` and
+    /// `sparse_fn(<the arguments>, pattern) -> returns`, each with its doc
+    /// and body.
+    fn pattern_and_matrix(
+        &self,
+        (pattern_fn, pattern_doc, pattern_body): (&Ident, &str, TokenStream),
+        (sparse_fn, sparse_doc, sparse_body): (&Ident, &str, TokenStream),
+        returns: TokenStream,
+    ) -> TokenStream {
+        let generics = self.fn_generics();
+        let where_clause = super::clone_where_clause(self.signature);
+        let params = self.wrapper_params();
+        let pattern = Ident::new("pattern", Span::mixed_site());
         quote! {
             #[doc = #pattern_doc]
             #[inline]
@@ -212,7 +218,7 @@ impl Generator<'_> {
 
             #[doc = #sparse_doc]
             #[inline]
-            pub fn #sparse_fn #generics (#(#params,)* #pattern: &::deltad::__private::SparsityPattern) -> ::deltad::__private::SparseMatrix<#prim> #where_clause {
+            pub fn #sparse_fn #generics (#(#params,)* #pattern: &::deltad::__private::SparsityPattern) -> #returns #where_clause {
                 #sparse_body
             }
         }
