@@ -553,3 +553,60 @@ fn sparse_hessians_over_star_coloured_patterns() {
     let pattern = sparse_hessian_agrees!(chain_taped, points(7));
     assert_eq!(pattern.nnz(), 49, "on the tape the pattern is dense");
 }
+
+/// Which input output 1 reads depends on a branch.
+#[differentiate]
+fn switching(x: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; 3];
+    out[0] = x[0] * x[1];
+    if x[0] > 0.0 {
+        out[1] = x[2].sin();
+    } else {
+        out[1] = x[3].exp();
+    }
+    out[2] = x[3] * x[2];
+    out
+}
+
+/// The documented behaviour of a pattern that depends on a branch: it is
+/// the pattern where it was detected; in the other region it misses the
+/// entries the other branch reads (and `sparse_jacobian` leaves them zero),
+/// while the union of the two regions' patterns gives the Jacobian in both.
+#[test]
+fn patterns_that_depend_on_a_branch() {
+    let (positive, negative) = ([0.5, 1.0, 0.3, -0.2], [-0.5, 1.0, 0.3, -0.2]);
+    let here = switching::jacobian_pattern(&positive);
+    let there = switching::jacobian_pattern(&negative);
+    assert_eq!(here.row(1), &[2]);
+    assert_eq!(there.row(1), &[3]);
+    let dense = |x: &[f64]| -> Vec<Vec<f64>> {
+        switching::jacobian_rev(x)
+            .1
+            .into_iter()
+            .map(|g| g.x)
+            .collect()
+    };
+    // Detected at one point, used at the other: the other branch's entry
+    // is outside the pattern, so it is not computed.
+    let (_, wrong) = switching::sparse_jacobian(&negative, &here);
+    assert_eq!(wrong.get(1, 3), 0.0);
+    assert_ne!(dense(&negative)[1][3], 0.0);
+    // The union holds in both regions.
+    let both = here.union(&there);
+    assert_eq!(both.row(1), &[2, 3]);
+    for x in [positive, negative] {
+        let (_, jacobian) = switching::sparse_jacobian(&x, &both);
+        assert_same("switching", &jacobian.to_dense(), &dense(&x));
+    }
+}
+
+#[test]
+fn patterns_and_sparse_matrices_cross_threads() {
+    fn send<T: Send + Sync>(_: &T) {}
+    let pattern = banded::jacobian_pattern(&points(5));
+    let (_, jacobian) = banded::sparse_jacobian(&points(5), &pattern);
+    send(&pattern);
+    send(&jacobian);
+    let copy = pattern.clone();
+    assert_eq!(copy, pattern);
+}

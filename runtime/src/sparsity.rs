@@ -38,7 +38,7 @@ use core::iter::{Product, Sum};
 use core::ops::{
     Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign,
 };
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::dual_vec::DualVec;
 use crate::forward::TangentSeeds;
@@ -359,13 +359,14 @@ impl<P: Primitive> Scalar for Tracer<P> {
 /// Which entries of a Jacobian may be nonzero, in compressed sparse rows:
 /// row `i`'s columns are `columns[row_starts[i]..row_starts[i + 1]]`,
 /// ascending. Reusable across calls (a solver can keep its symbolic
-/// factorisation): `sparse_jacobian` takes it by reference.
+/// factorisation): `sparse_jacobian` takes it by reference. Cloning it is
+/// cheap (its arrays are shared), and it may be sent to other threads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SparsityPattern {
     ncols: usize,
-    row_starts: Vec<usize>,
-    columns: Vec<usize>,
-    colouring: Colouring,
+    row_starts: Arc<[usize]>,
+    columns: Arc<[usize]>,
+    colouring: Arc<Colouring>,
     symmetric: bool,
 }
 
@@ -418,9 +419,9 @@ impl SparsityPattern {
         let colouring = Colouring::distance_one(ncols, &row_starts, &columns);
         SparsityPattern {
             ncols,
-            row_starts,
-            columns,
-            colouring,
+            row_starts: row_starts.into(),
+            columns: columns.into(),
+            colouring: Arc::new(colouring),
             symmetric: false,
         }
     }
@@ -463,9 +464,9 @@ impl SparsityPattern {
             .unwrap_or_else(|| Colouring::distance_one(n, &row_starts, &columns));
         SparsityPattern {
             ncols: n,
-            row_starts,
-            columns,
-            colouring,
+            row_starts: row_starts.into(),
+            columns: columns.into(),
+            colouring: Arc::new(colouring),
             symmetric: true,
         }
     }
@@ -798,7 +799,7 @@ impl<P: Primitive, const N: usize> TangentSeeds<P> for ColourSeeds<'_, N> {
 /// row is `values()[e]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SparseMatrix<P> {
-    pattern: Rc<SparsityPattern>,
+    pattern: SparsityPattern,
     values: Vec<P>,
 }
 
@@ -806,7 +807,7 @@ impl<P: Primitive> SparseMatrix<P> {
     /// Zeros over `pattern`.
     pub fn zeros(pattern: &SparsityPattern) -> Self {
         SparseMatrix {
-            pattern: Rc::new(pattern.clone()),
+            pattern: pattern.clone(),
             values: vec![P::ZERO; pattern.nnz()],
         }
     }
@@ -848,7 +849,7 @@ impl<P: Primitive> SparseMatrix<P> {
             pattern.colours()
         );
         SparseMatrix {
-            pattern: Rc::new(pattern.clone()),
+            pattern: pattern.clone(),
             values: pattern
                 .colouring
                 .source
@@ -862,7 +863,7 @@ impl<P: Primitive> SparseMatrix<P> {
     /// reals along that colour's seed ([`SparsityPattern::colour_seed`]),
     /// in output leaf order.
     pub fn store_colour(&mut self, tangents: &[P], colour: usize) {
-        let pattern = &*self.pattern;
+        let pattern = &self.pattern;
         assert_eq!(
             tangents.len(),
             pattern.nrows(),
@@ -901,7 +902,7 @@ impl<P: Primitive> SparseMatrix<P> {
     ///
     /// If the pass has another number of outputs than the pattern's rows.
     pub fn store_colours<const N: usize>(&mut self, outputs: &[DualVec<P, N>], start: usize) {
-        let pattern = &*self.pattern;
+        let pattern = &self.pattern;
         assert_eq!(
             outputs.len(),
             pattern.nrows(),
