@@ -610,3 +610,11 @@ fn patterns_and_sparse_matrices_cross_threads() {
     let copy = pattern.clone();
     assert_eq!(copy, pattern);
 }
+
+#[test]
+#[should_panic(expected = "the sparsity pattern has 10 rows, the function 9 output reals")]
+fn a_pattern_of_other_rows_is_refused() {
+    let links: Vec<usize> = (0..30).map(|k| (k * 7 + k * k * 3) % 11).collect();
+    let pattern = scattered::jacobian_pattern(&points(11), &links);
+    let _ = scattered::sparse_jacobian(&points(11), &links[..27], &pattern);
+}

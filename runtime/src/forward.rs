@@ -235,6 +235,27 @@ pub fn store_columns<P: Primitive, const N: usize>(
     }
 }
 
+/// Column `column` of a matrix of `columns` columns, row by row in
+/// `matrix` (sized on the first column stored), from one flat column of
+/// values (one forward pass's tangents, one Hessian-vector product).
+/// Nothing is stored for `column >= columns` (a pass made for the value
+/// alone).
+pub fn store_column<P: Primitive>(
+    values: &[P],
+    column: usize,
+    columns: usize,
+    matrix: &mut Vec<P>,
+) {
+    if matrix.is_empty() {
+        matrix.resize(values.len() * columns, P::ZERO);
+    }
+    if column < columns {
+        for (row, &value) in matrix.chunks_exact_mut(columns).zip(values) {
+            row[column] = value;
+        }
+    }
+}
+
 /// Runs `pass(start, first)` for `start` = 0, `step`, 2 `step`, ... below
 /// `total`, and at least once (the first pass, `first` true, gives the
 /// value even when there is nothing to differentiate); returns the value

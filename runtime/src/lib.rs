@@ -170,7 +170,7 @@ pub mod __private {
     pub use crate::dual_vec::DualVec;
     pub use crate::forward::{
         chunked_passes, dual_constant, dual_input, forward_tangent, forward_value, split_duals,
-        store_columns, ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
+        store_column, store_columns, ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
     };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};

@@ -804,14 +804,6 @@ pub struct SparseMatrix<P> {
 }
 
 impl<P: Primitive> SparseMatrix<P> {
-    /// Zeros over `pattern`.
-    pub fn zeros(pattern: &SparsityPattern) -> Self {
-        SparseMatrix {
-            pattern: pattern.clone(),
-            values: vec![P::ZERO; pattern.nnz()],
-        }
-    }
-
     /// Its pattern.
     pub fn pattern(&self) -> &SparsityPattern {
         &self.pattern
@@ -838,8 +830,17 @@ impl<P: Primitive> SparseMatrix<P> {
     ///
     /// # Panics
     ///
-    /// If `compressed` does not have `rows × colours` entries.
-    pub fn from_compressed(pattern: &SparsityPattern, compressed: &[P]) -> Self {
+    /// If the function has another number of output reals, `rows`, than
+    /// the pattern has rows, or `compressed` does not have `rows × colours`
+    /// entries.
+    pub fn from_compressed(pattern: &SparsityPattern, rows: usize, compressed: &[P]) -> Self {
+        assert_eq!(
+            rows,
+            pattern.nrows(),
+            "deltad: the sparsity pattern has {} rows, the function {} output reals",
+            pattern.nrows(),
+            rows
+        );
         assert_eq!(
             compressed.len(),
             pattern.nrows() * pattern.colours(),
@@ -859,27 +860,6 @@ impl<P: Primitive> SparseMatrix<P> {
         }
     }
 
-    /// Stores the entries of colour `colour` from the tangents of the output
-    /// reals along that colour's seed ([`SparsityPattern::colour_seed`]),
-    /// in output leaf order.
-    pub fn store_colour(&mut self, tangents: &[P], colour: usize) {
-        let pattern = &self.pattern;
-        assert_eq!(
-            tangents.len(),
-            pattern.nrows(),
-            "deltad: the sparsity pattern has {} rows, the function {} output reals",
-            pattern.nrows(),
-            tangents.len()
-        );
-        for (i, &tangent) in tangents.iter().enumerate() {
-            for e in pattern.row_starts[i]..pattern.row_starts[i + 1] {
-                if pattern.colouring.colour_of[pattern.columns[e]] == colour {
-                    self.values[e] = tangent;
-                }
-            }
-        }
-    }
-
     /// The dense matrix, row by row (`nrows` rows of `ncols` entries).
     pub fn to_dense(&self) -> Vec<Vec<P>> {
         (0..self.pattern.nrows())
@@ -892,32 +872,6 @@ impl<P: Primitive> SparseMatrix<P> {
                 row
             })
             .collect()
-    }
-
-    /// Stores the entries of the colours `start..start + N` from the output
-    /// reals of one forward pass seeded by [`ColourSeeds`] (in output leaf
-    /// order).
-    ///
-    /// # Panics
-    ///
-    /// If the pass has another number of outputs than the pattern's rows.
-    pub fn store_colours<const N: usize>(&mut self, outputs: &[DualVec<P, N>], start: usize) {
-        let pattern = &self.pattern;
-        assert_eq!(
-            outputs.len(),
-            pattern.nrows(),
-            "deltad: the sparsity pattern has {} rows, the function {} output reals",
-            pattern.nrows(),
-            outputs.len()
-        );
-        for (i, output) in outputs.iter().enumerate() {
-            for e in pattern.row_starts[i]..pattern.row_starts[i + 1] {
-                let colour = pattern.colouring.colour_of[pattern.columns[e]];
-                if (start..start + N).contains(&colour) {
-                    self.values[e] = output.tangents[colour - start];
-                }
-            }
-        }
     }
 }
 
@@ -975,7 +929,7 @@ mod tests {
                 compressed[i * pattern.colours() + pattern.colour_of()[j]] += entry(i, j);
             }
         }
-        let recovered = SparseMatrix::from_compressed(pattern, &compressed);
+        let recovered = SparseMatrix::from_compressed(pattern, n, &compressed);
         for i in 0..n {
             for &j in pattern.row(i) {
                 assert_eq!(recovered.get(i, j), entry(i, j), "entry ({i}, {j})");

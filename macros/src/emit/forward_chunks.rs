@@ -350,15 +350,10 @@ impl Generator<'_> {
                     let (__deltad_v, __deltad_tangent) = #pass;
                     let __deltad_column =
                         ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
-                    if __deltad_first {
-                        __deltad_m = __deltad_column.len();
-                        __deltad_matrix.resize(__deltad_m * __deltad_n, <#prim as ::deltad::__private::Primitive>::ZERO);
-                    }
-                    if __deltad_j < __deltad_n {
-                        for (__deltad_i, __deltad_d) in __deltad_column.into_iter().enumerate() {
-                            __deltad_matrix[__deltad_i * __deltad_n + __deltad_j] = __deltad_d;
-                        }
-                    }
+                    __deltad_m = __deltad_column.len();
+                    ::deltad::__private::store_column(
+                        &__deltad_column, __deltad_j, __deltad_n, &mut __deltad_matrix,
+                    );
                     __deltad_first.then_some(__deltad_v)
                 },
             );

@@ -171,7 +171,7 @@ impl Generator<'_> {
                 #pattern.check_columns(__deltad_n);
                 ::core::assert!(#pattern.is_symmetric(), "deltad: sparse_hessian takes the pattern hessian_pattern gives (a symmetric one)");
                 let __deltad_colours = #pattern.colours();
-                let mut __deltad_compressed = ::std::vec![<#prim as ::deltad::__private::Primitive>::ZERO; __deltad_n * __deltad_colours];
+                let mut __deltad_compressed = ::std::vec::Vec::new();
                 let mut __deltad_start = 0usize;
                 while __deltad_start < __deltad_colours {
                     let __deltad_columns = #columns;
@@ -179,13 +179,13 @@ impl Generator<'_> {
                     for (__deltad_k, __deltad_hv) in __deltad_columns.iter().take(__deltad_lanes).enumerate() {
                         let mut __deltad_flat = ::std::vec::Vec::new();
                         #flatten(__deltad_hv, &mut __deltad_flat);
-                        for (__deltad_i, __deltad_v) in __deltad_flat.into_iter().enumerate() {
-                            __deltad_compressed[__deltad_i * __deltad_colours + __deltad_start + __deltad_k] = __deltad_v;
-                        }
+                        ::deltad::__private::store_column(
+                            &__deltad_flat, __deltad_start + __deltad_k, __deltad_colours, &mut __deltad_compressed,
+                        );
                     }
                     __deltad_start += #step;
                 }
-                ::deltad::__private::SparseMatrix::from_compressed(#pattern, &__deltad_compressed)
+                ::deltad::__private::SparseMatrix::from_compressed(#pattern, __deltad_n, &__deltad_compressed)
             };
             (pattern_body, sparse_body)
         };
@@ -251,15 +251,24 @@ impl Generator<'_> {
         let reals = self.pass_reals(&result, Scalar::Chunk);
         quote! {
             #pattern.check_columns(#count);
-            let mut __deltad_jacobian = ::deltad::__private::SparseMatrix::<#prim>::zeros(#pattern);
+            let __deltad_colours = #pattern.colours();
+            let mut __deltad_compressed: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
+            let mut __deltad_m = 0usize;
             let __deltad_value = ::deltad::__private::chunked_passes(
-                #pattern.colours(),
+                __deltad_colours,
                 ::deltad::__private::CHUNK,
                 |__deltad_start, __deltad_first| {
                     let #result = #pass;
-                    __deltad_jacobian.store_colours(&#reals, __deltad_start);
+                    let __deltad_reals = #reals;
+                    __deltad_m = __deltad_reals.len();
+                    ::deltad::__private::store_columns(
+                        &__deltad_reals, __deltad_start, __deltad_colours, &mut __deltad_compressed,
+                    );
                     __deltad_first.then(|| #value)
                 },
+            );
+            let __deltad_jacobian = ::deltad::__private::SparseMatrix::from_compressed(
+                #pattern, __deltad_m, &__deltad_compressed,
             );
             (__deltad_value, __deltad_jacobian)
         }
@@ -281,18 +290,26 @@ impl Generator<'_> {
         let results_type = self.results_type();
         quote! {
             #pattern.check_columns(#count);
-            let mut __deltad_jacobian = ::deltad::__private::SparseMatrix::<#prim>::zeros(#pattern);
+            let __deltad_colours = #pattern.colours();
+            let mut __deltad_compressed: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
+            let mut __deltad_m = 0usize;
             let __deltad_value = ::deltad::__private::chunked_passes(
-                #pattern.colours(),
+                __deltad_colours,
                 1,
                 |__deltad_colour, __deltad_first| {
                     let mut #seeds = ::deltad::__private::Seeds::from_flat(#pattern.colour_seed::<#prim>(__deltad_colour));
                     let (__deltad_v, __deltad_tangent) = #pass;
                     let __deltad_column =
                         ::deltad::__private::flatten_value::<#prim, #results_type>(&__deltad_tangent);
-                    __deltad_jacobian.store_colour(&__deltad_column, __deltad_colour);
+                    __deltad_m = __deltad_column.len();
+                    ::deltad::__private::store_column(
+                        &__deltad_column, __deltad_colour, __deltad_colours, &mut __deltad_compressed,
+                    );
                     __deltad_first.then_some(__deltad_v)
                 },
+            );
+            let __deltad_jacobian = ::deltad::__private::SparseMatrix::from_compressed(
+                #pattern, __deltad_m, &__deltad_compressed,
             );
             (__deltad_value, __deltad_jacobian)
         }

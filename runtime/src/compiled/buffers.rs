@@ -116,10 +116,9 @@ where
     B: ResultBuffer<Dual<P>>,
     V: ResultBuffer<P>,
 {
-    let elements = result.elements();
     (
-        V::from_elements(elements.len(), |k| elements[k].value),
-        V::from_elements(elements.len(), |k| elements[k].tangent),
+        buffer_part(result, |d: &Dual<P>| d.value),
+        buffer_part(result, |d: &Dual<P>| d.tangent),
     )
 }
 
