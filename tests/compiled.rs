@@ -633,6 +633,40 @@ macro_rules! both {
     };
 }
 
+// A `let` that calls an expensive method, read by later adjoints (`c` and
+// `s` by the products, `theta` by a division and a product): the forward
+// pass keeps its value beside the method's partial, and each reverse sweep
+// pops it instead of calling the method again (a Jacobian takes one sweep
+// per row).
+both!(turn, turn_tape, fn(r: &[f64], x: &[f64]) -> Vec<f64> {
+    let theta = (r[0] * r[0] + r[1] * r[1]).sqrt();
+    let (c, s) = (theta.cos(), theta.sin());
+    vec![c * x[0] - s * x[1] / theta, s * x[0] + c * x[1] * theta]
+});
+
+#[test]
+fn values_of_expensive_lets_are_kept() {
+    let (r, x) = ([0.3, -0.4], [1.5, 0.7]);
+    // The partials of `sqrt`, `cos` and `sin`, and the values of `theta`,
+    // `c` and `s`.
+    let stats = turn::tape_stats(&r, &x);
+    assert!(stats.compiled);
+    assert_eq!(stats.reals, 6);
+    let (value, rows) = turn::jacobian_rev(&r, &x);
+    let (tape_value, tape_rows) = turn_tape::jacobian(&r, &x);
+    same(&value, &tape_value, "turn value");
+    assert_eq!(rows.len(), 2);
+    let mut point = r.to_vec();
+    point.extend(x);
+    for (i, (row, tape_row)) in rows.iter().zip(&tape_rows).enumerate() {
+        same(&row.r, &tape_row.r, "turn row r");
+        same(&row.x, &tape_row.x, "turn row x");
+        let mut got = row.r.clone();
+        got.extend(&row.x);
+        check_gradient(|p| turn(&p[..2], &p[2..])[i], &point, &got, "turn row");
+    }
+}
+
 // A stencil: `x[i - 1]`, `x[i]`, `x[i + 1]` (the neighbours read only where
 // they exist, so their indices are out of bounds at the ends where the
 // reads do not happen), and a read two ahead in a branch.

@@ -83,6 +83,22 @@ fn collect<'a>(expr: &'a Expr, read: bool, active: &[bool], kept: &mut Vec<Kept<
     }
 }
 
+/// True if evaluating `value` calls an expensive math method on a
+/// differentiated value. The adjoint pops such a `let`'s value, which the
+/// forward pass keeps, instead of calling the method again: the forward pass
+/// runs anyway (it keeps the method's partials), and a pushed real costs less
+/// than a `sin` (ba's camera model: its rotation's `sqrt`, `sin` and `cos`
+/// were evaluated again by every reverse sweep of a Jacobian).
+pub(crate) fn calls_expensive(value: &Expr, active: &[bool]) -> bool {
+    let mut found = false;
+    value.each_subexpr(&mut |e| {
+        if let ExprKind::Math { math, .. } = &e.kind {
+            found |= math.rule != Rule::Constant && expensive(math.name) && is_active(e, active);
+        }
+    });
+    found
+}
+
 /// Math methods that return one of their two operands.
 fn chooses(name: &str) -> bool {
     matches!(name, "max" | "min")

@@ -657,6 +657,9 @@ impl<'a> Planner<'a> {
                         init: Some(init), ..
                     } if self.positions.writes[var].is_empty()
                         && !init.has_call()
+                        && !(info.kind == VarKind::Scalar
+                            && self.active[var]
+                            && crate::analyze::keep::calls_expensive(init, self.active))
                         && self.settled_expr(init, d.id) =>
                     {
                         Some((init, d.id))
