@@ -2,8 +2,9 @@
 //! with a fixed seed; GradBench's own data comes from numpy, ADBench's data
 //! files for ba and ht) through the tool's protocol, and prints the mean
 //! time per run of the primal and of the derivative, and their ratio.
-//!     cargo run --release -p deltad-gradbench --bin defaults [eval ...] [--quick]
-//! `--quick` keeps the smaller workloads of each eval.
+//!     cargo run --release -p deltad-gradbench --bin defaults [eval or workload ...] [--quick]
+//! `--quick` keeps the smaller workloads of each eval; `ht hand12_t26_c100000`
+//! names evals and single workloads.
 
 use deltad_gradbench::protocol;
 use serde_json::{json, Value};
@@ -348,7 +349,8 @@ fn main() {
     println!("| eval | workload | primal | derivative | derivative / primal |");
     println!("|---|---|---:|---:|---:|");
     for workload in workloads(quick) {
-        if !wanted.is_empty() && !wanted.iter().any(|w| *w == workload.eval) {
+        let named = |w: &&String| **w == workload.eval || **w == workload.description;
+        if !wanted.is_empty() && !wanted.iter().any(named) {
             continue;
         }
         let [primal, derivative] = workload.functions;

