@@ -247,11 +247,27 @@ fn forward_and_reverse_jacobians_agree_on_arrays_and_structs() {
     assert_same("pair (chosen)", &flat(&any), &flat(&rev));
 }
 
+/// A tangent too short for the inputs is named by its place among all the
+/// tangents, in whichever chunk it falls.
+#[test]
+#[should_panic(expected = "tangent 9 has fewer reals (5) than the differentiated inputs")]
+fn a_short_tangent_is_named() {
+    let x = points(6);
+    let tangents: Vec<banded::Grad> = (0..10)
+        .map(|k| banded::Grad {
+            x: vec![1.0; if k == 9 { 5 } else { 6 }],
+        })
+        .collect();
+    banded::jvps(&x, &tangents);
+}
+
 #[test]
 fn many_tangents_in_chunks_equal_one_jvp_each() {
-    // 0, 1, 8 and 19 tangents (partial and whole chunks).
+    // Partial and whole chunks: a last chunk of at most half a chunk's
+    // directions (1, 4, 12 = 8 + 4, 19 = 8 + 8 + 3) runs on half the lanes,
+    // one of more (5, 13) on all of them.
     let x = points(6);
-    for count in [0, 1, 8, 19] {
+    for count in [0, 1, 4, 5, 8, 12, 13, 19] {
         let tangents: Vec<banded::Grad> = (0..count)
             .map(|k| banded::Grad {
                 x: (0..6).map(|j| ((k * 5 + j * 3) % 7) as f64 - 3.0).collect(),

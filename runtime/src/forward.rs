@@ -142,6 +142,11 @@ impl<S: Scalar, E: Copy + Tangent<S>> TangentSeeds<S> for Seeds<E> {
 /// few enough to stay in registers.
 pub const CHUNK: usize = 8;
 
+/// The width of a last chunk with at most this many directions left: half
+/// a chunk's lanes, so that 3 colours or 28 directions (8 + 8 + 8 + 4) do
+/// not pay for lanes of zeros.
+pub const HALF_CHUNK: usize = CHUNK / 2;
+
 /// Tangents for a forward pass on [`DualVec`]: `N` directions at once.
 pub struct ChunkSeeds<'a, P, const N: usize> {
     directions: Directions<'a, P>,
@@ -169,12 +174,13 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
         }
     }
 
-    /// Directions `start..start + N` of `directions` (each flat, one
-    /// tangent per input real; zero past the last direction).
-    pub fn given(directions: &'a [Vec<P>], start: usize) -> Self {
+    /// The directions of one chunk, `chunk` (at most `N`, each flat: one
+    /// tangent per input real; zero past the last), the first of which is
+    /// direction `first` of the caller's (for messages).
+    pub fn given(chunk: &'a [Vec<P>], first: usize) -> Self {
         ChunkSeeds {
-            directions: Directions::Given(directions),
-            start,
+            directions: Directions::Given(chunk),
+            start: first,
             next: 0,
         }
     }
@@ -192,8 +198,8 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
                     P::ZERO
                 }
             }),
-            Directions::Given(directions) => core::array::from_fn(|k| {
-                directions.get(self.start + k).map_or(P::ZERO, |direction| {
+            Directions::Given(chunk) => core::array::from_fn(|k| {
+                chunk.get(k).map_or(P::ZERO, |direction| {
                     *direction.get(input).unwrap_or_else(|| {
                         panic!(
                             "deltad: tangent {} has fewer reals ({}) than the differentiated inputs",
@@ -204,6 +210,24 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
                 })
             }),
         }
+    }
+}
+
+/// Tangents `start..start + lanes` of `tangents`, flattened by `flatten`
+/// into `chunk` (whose buffers are reused from chunk to chunk): one chunk's
+/// directions for [`ChunkSeeds::given`], made when its pass runs, so that
+/// the flat copies of all the tangents are never held at once.
+pub fn flatten_chunk<P, T>(
+    tangents: &[T],
+    start: usize,
+    lanes: usize,
+    chunk: &mut Vec<Vec<P>>,
+    flatten: impl Fn(&T, &mut Vec<P>),
+) {
+    chunk.resize_with(lanes, Vec::new);
+    for (flat, tangent) in chunk.iter_mut().zip(&tangents[start..start + lanes]) {
+        flat.clear();
+        flatten(tangent, flat);
     }
 }
 

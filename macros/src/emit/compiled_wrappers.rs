@@ -35,10 +35,28 @@ fn struct_ref(param: &crate::signature::Param) -> TokenStream {
 pub(super) enum Scalar {
     Machine,
     Dual,
-    /// Dual numbers with a chunk of tangents (`DualVec`).
-    Chunk,
+    /// Dual numbers with a chunk of tangents (`DualVec`), of a width.
+    Chunk(Width),
     /// Values with the set of inputs they depend on (`Tracer`).
     Trace,
+}
+
+/// The width of a chunk pass: `CHUNK` tangents, or `HALF_CHUNK` for a last
+/// chunk with few directions left (see `Generator::by_width`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Width {
+    Full,
+    Half,
+}
+
+impl Width {
+    /// The width, a constant expression.
+    pub(super) fn lanes(self) -> TokenStream {
+        match self {
+            Width::Full => quote!(::deltad::__private::CHUNK),
+            Width::Half => quote!(::deltad::__private::HALF_CHUNK),
+        }
+    }
 }
 
 /// Whether `grad` may run the adjoint alone (`Generator::adjoint_alone`).
@@ -56,8 +74,9 @@ impl Generator<'_> {
         match scalar {
             Scalar::Machine => quote!(#prim),
             Scalar::Dual => quote!(::deltad::__private::Dual<#prim>),
-            Scalar::Chunk => {
-                quote!(::deltad::__private::DualVec<#prim, { ::deltad::__private::CHUNK }>)
+            Scalar::Chunk(width) => {
+                let lanes = width.lanes();
+                quote!(::deltad::__private::DualVec<#prim, { #lanes }>)
             }
             Scalar::Trace => quote!(::deltad::__private::Tracer<#prim>),
         }
@@ -841,7 +860,7 @@ impl Generator<'_> {
     ) -> TokenStream {
         let dual = self.scalar_type(scalar);
         let tangent = match scalar {
-            Scalar::Chunk => quote!(tangents[__deltad_lane]),
+            Scalar::Chunk(_) => quote!(tangents[__deltad_lane]),
             _ => quote!(tangent),
         };
         let zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
@@ -962,11 +981,14 @@ impl Generator<'_> {
             }};
         }
         let hv = match scalar {
-            Scalar::Chunk => quote! {
-                (0..::deltad::__private::CHUNK)
+            Scalar::Chunk(width) => {
+                let lanes = width.lanes();
+                quote! {
+                (0..#lanes)
                     .map(|__deltad_lane| -> #grad_type { #grad { #(#fields,)* #phantom } })
                     .collect::<::std::vec::Vec<#grad_type>>()
-            },
+                }
+            }
             _ => quote!(#grad { #(#fields,)* #phantom }),
         };
         quote! {{

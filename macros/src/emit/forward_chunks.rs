@@ -16,7 +16,7 @@ use quote::quote;
 use syn::Ident;
 
 use super::compiled::FWD_FN;
-use super::compiled_wrappers::Scalar;
+use super::compiled_wrappers::{Scalar, Width};
 use super::Generator;
 use crate::names::items;
 use crate::signature::{Output, ParamKind};
@@ -139,11 +139,16 @@ impl Generator<'_> {
         }}
     }
 
-    /// The output in the user's type from a chunk pass's result `result`,
-    /// each real made by `part` (a closure of one `DualVec`).
-    pub(super) fn chunk_part(&self, result: &Ident, part: TokenStream) -> TokenStream {
+    /// The output in the user's type from a chunk pass's result `result` on
+    /// `scalar`, each real made by `part` (a closure of one `DualVec`).
+    pub(super) fn chunk_part(
+        &self,
+        scalar: Scalar,
+        result: &Ident,
+        part: TokenStream,
+    ) -> TokenStream {
         let prim = &self.prim;
-        let chunk = self.scalar_type(Scalar::Chunk);
+        let chunk = self.scalar_type(scalar);
         if let Some(ty) = self.signature.struct_output() {
             return quote!(::deltad::__private::twin_gradient::<#chunk, #ty>(&#result, #part));
         }
@@ -180,65 +185,90 @@ impl Generator<'_> {
         }
     }
 
+    /// `body(width)` for the width of the chunk being evaluated: the full
+    /// chunk, or half of it where the directions left (`lanes`, a local)
+    /// fit in half, so that a last chunk of few directions costs about half
+    /// a full one. Both are generated; `lanes` picks one at run time.
+    pub(super) fn by_width(
+        &self,
+        lanes: &Ident,
+        body: impl Fn(Width) -> TokenStream,
+    ) -> TokenStream {
+        let (full, half) = (body(Width::Full), body(Width::Half));
+        quote! {
+            if #lanes > ::deltad::__private::HALF_CHUNK { #full } else { #half }
+        }
+    }
+
+    /// `ChunkSeeds::<_, width>::` followed by `seeds` (a constructor call).
+    pub(super) fn chunk_seeds(&self, width: Width, seeds: TokenStream) -> TokenStream {
+        let prim = &self.prim;
+        let lanes = width.lanes();
+        quote!(::deltad::__private::ChunkSeeds::<#prim, { #lanes }>::#seeds)
+    }
+
     fn compiled_jvps_body(&self, tangents: &Ident) -> TokenStream {
         let prim = &self.prim;
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let result = Ident::new("__deltad_result", Span::mixed_site());
-        let chunk = self.scalar_type(Scalar::Chunk);
-        let pass = self.compiled_seeded_pass(
-            Scalar::Chunk,
-            quote! {
-                ::deltad::__private::ChunkSeeds::<#prim, { ::deltad::__private::CHUNK }>::given(
-                    &__deltad_directions, __deltad_start,
-                )
-            },
-        );
-        let value = self.chunk_part(&result, quote!(|__deltad_d: #chunk| __deltad_d.value));
-        // A buffer result's lanes in one sweep over it; the others lane by
-        // lane.
-        let push_lanes = match self.signature.buffer_output() {
-            Some(_) if self.signature.struct_output().is_none() => {
-                let output = self.pass_output_type(Scalar::Machine);
-                quote! {
-                    __deltad_out.extend(::deltad::__private::buffer_lanes::<#prim, { ::deltad::__private::CHUNK }, _, #output>(
-                        &#result,
-                        __deltad_lanes,
-                    ));
-                }
-            }
-            _ => {
-                let lane = self.chunk_part(
-                    &result,
-                    quote!(|__deltad_d: #chunk| __deltad_d.tangents[__deltad_lane]),
-                );
-                quote! {
-                    for __deltad_lane in 0..__deltad_lanes {
-                        __deltad_out.push(#lane);
+        let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
+        let chunk = self.by_width(&lanes, |width| {
+            let scalar = Scalar::Chunk(width);
+            let dual = self.scalar_type(scalar);
+            let pass = self.compiled_seeded_pass(
+                scalar,
+                self.chunk_seeds(width, quote!(given(&__deltad_directions, __deltad_start))),
+            );
+            let value = self.chunk_part(scalar, &result, quote!(|__deltad_d: #dual| __deltad_d.value));
+            // A buffer result's lanes in one sweep over it; the others lane
+            // by lane.
+            let push_lanes = match self.signature.buffer_output() {
+                Some(_) if self.signature.struct_output().is_none() => {
+                    let output = self.pass_output_type(Scalar::Machine);
+                    let width = width.lanes();
+                    quote! {
+                        __deltad_out.extend(::deltad::__private::buffer_lanes::<#prim, { #width }, _, #output>(
+                            &#result,
+                            #lanes,
+                        ));
                     }
                 }
+                _ => {
+                    let lane = self.chunk_part(
+                        scalar,
+                        &result,
+                        quote!(|__deltad_d: #dual| __deltad_d.tangents[__deltad_lane]),
+                    );
+                    quote! {
+                        for __deltad_lane in 0..#lanes {
+                            __deltad_out.push(#lane);
+                        }
+                    }
+                }
+            };
+            quote! {
+                let #result = #pass;
+                #push_lanes
+                __deltad_first.then(|| #value)
             }
-        };
+        });
         quote! {
-            let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #tangents
-                .iter()
-                .map(|__deltad_t| {
-                    let mut __deltad_flat = ::std::vec::Vec::new();
-                    #flatten(__deltad_t, &mut __deltad_flat);
-                    __deltad_flat
-                })
-                .collect();
+            // The flat tangents of the chunk being evaluated.
+            let mut __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = ::std::vec::Vec::new();
             let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
             let __deltad_value = ::deltad::__private::chunked_passes(
                 #tangents.len(),
                 ::deltad::__private::CHUNK,
                 |__deltad_start, __deltad_first| {
-                    let #result = #pass;
-                    let __deltad_lanes = ::core::cmp::Ord::min(
+                    let #lanes = ::core::cmp::Ord::min(
                         ::deltad::__private::CHUNK,
                         #tangents.len().saturating_sub(__deltad_start),
                     );
-                    #push_lanes
-                    __deltad_first.then(|| #value)
+                    ::deltad::__private::flatten_chunk(
+                        #tangents, __deltad_start, #lanes, &mut __deltad_directions,
+                        |__deltad_t, __deltad_flat| #flatten(__deltad_t, __deltad_flat),
+                    );
+                    #chunk
                 },
             );
             (__deltad_value, __deltad_out)
@@ -248,16 +278,32 @@ impl Generator<'_> {
     fn compiled_jacobian_fwd_body(&self) -> TokenStream {
         let prim = &self.prim;
         let result = Ident::new("__deltad_result", Span::mixed_site());
-        let chunk = self.scalar_type(Scalar::Chunk);
-        let pass = self.compiled_seeded_pass(Scalar::Chunk, quote! {
-            ::deltad::__private::ChunkSeeds::<#prim, { ::deltad::__private::CHUNK }>::unit_block(
-                __deltad_start,
-            )
-        });
-        let value = self.chunk_part(&result, quote!(|__deltad_d: #chunk| __deltad_d.value));
-        let reals = self.pass_reals(&result, Scalar::Chunk);
+        let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
         let count = self.input_count();
         let rows = self.rows_from_matrix();
+        let chunk = self.by_width(&lanes, |width| {
+            let scalar = Scalar::Chunk(width);
+            let dual = self.scalar_type(scalar);
+            let pass = self.compiled_seeded_pass(
+                scalar,
+                self.chunk_seeds(width, quote!(unit_block(__deltad_start))),
+            );
+            let value = self.chunk_part(
+                scalar,
+                &result,
+                quote!(|__deltad_d: #dual| __deltad_d.value),
+            );
+            let reals = self.pass_reals(&result, scalar);
+            quote! {
+                let #result = #pass;
+                let __deltad_reals = #reals;
+                __deltad_m = __deltad_reals.len();
+                ::deltad::__private::store_columns(
+                    &__deltad_reals, __deltad_start, __deltad_n, &mut __deltad_matrix,
+                );
+                __deltad_first.then(|| #value)
+            }
+        });
         quote! {
             let __deltad_n: usize = #count;
             let mut __deltad_matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
@@ -266,13 +312,8 @@ impl Generator<'_> {
                 __deltad_n,
                 ::deltad::__private::CHUNK,
                 |__deltad_start, __deltad_first| {
-                    let #result = #pass;
-                    let __deltad_reals = #reals;
-                    __deltad_m = __deltad_reals.len();
-                    ::deltad::__private::store_columns(
-                        &__deltad_reals, __deltad_start, __deltad_n, &mut __deltad_matrix,
-                    );
-                    __deltad_first.then(|| #value)
+                    let #lanes = ::core::cmp::Ord::min(::deltad::__private::CHUNK, __deltad_n - __deltad_start);
+                    #chunk
                 },
             );
             (__deltad_value, #rows)

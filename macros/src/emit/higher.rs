@@ -278,16 +278,27 @@ impl Generator<'_> {
             )
         };
         let chunk = ::quote::quote!(::deltad::__private::CHUNK);
-        // Hessian-vector products along the flat directions `directions`
-        // (a local `&[Vec<prim>]`), as an iterator of `Grad`s: compiled,
-        // one pass per chunk of them; on the tape, one pass each.
-        let hvps_of = |count: TokenStream, seeds_of: TokenStream| {
+        // Hessian-vector products as an iterator of `Grad`s: compiled, one
+        // pass per chunk of directions, seeded by the `ChunkSeeds`
+        // constructor call `chunk_seeds`; on the tape, one pass each,
+        // seeded by `seeds_of`.
+        let hvps_of = |count: TokenStream, chunk_seeds: TokenStream, seeds_of: TokenStream| {
             if compiled {
-                let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Chunk);
+                // (Call-site: the seeds' tokens name it.)
+                let lanes = Ident::new("__deltad_lanes", Span::call_site());
+                let pass = self.by_width(&lanes, |width| {
+                    let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Chunk(width));
+                    let seeds_of = self.chunk_seeds(width, chunk_seeds.clone());
+                    quote! {
+                        let mut #seeds = #seeds_of;
+                        #pass.1
+                    }
+                });
                 quote! {
                     (0..#count).step_by(#chunk).flat_map(|__deltad_start| {
-                        let mut #seeds = #seeds_of;
-                        #pass.1.into_iter().take(::core::cmp::Ord::min(#chunk, #count - __deltad_start))
+                        let #lanes = ::core::cmp::Ord::min(#chunk, #count - __deltad_start);
+                        let __deltad_chunk: ::std::vec::Vec<#grad_type> = #pass;
+                        __deltad_chunk.into_iter().take(#lanes)
                     })
                 }
             } else {
@@ -316,25 +327,21 @@ impl Generator<'_> {
             let (__deltad_gradient, __deltad_hv) = #once;
             (__deltad_gradient, __deltad_hv)
         });
-        let rows = if compiled {
-            hvps_of(
-                count.clone(),
-                quote!(::deltad::__private::ChunkSeeds::<#prim, { #chunk }>::unit_block(__deltad_start)),
-            )
-        } else {
-            hvps_of(
-                count.clone(),
-                quote!(::deltad::__private::Seeds::<#prim>::unit(__deltad_start)),
-            )
-        };
-        let directions = if compiled {
-            quote!(::deltad::__private::ChunkSeeds::<#prim, { #chunk }>::given(&__deltad_directions, __deltad_start))
-        } else {
+        let rows = hvps_of(
+            count.clone(),
+            quote!(unit_block(__deltad_start)),
+            quote!(::deltad::__private::Seeds::<#prim>::unit(__deltad_start)),
+        );
+        let hvps = hvps_of(
+            quote!(#vs.len()),
+            quote!(given(
+                &__deltad_directions[__deltad_start..__deltad_start + __deltad_lanes],
+                __deltad_start
+            )),
             quote!(::deltad::__private::Seeds::from_flat(
                 __deltad_directions[__deltad_start].clone()
-            ))
-        };
-        let hvps = hvps_of(quote!(#vs.len()), directions);
+            )),
+        );
         let hvps_body = body(quote! {
             let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #vs
                 .iter()

@@ -148,14 +148,17 @@ impl Generator<'_> {
             // The compressed columns of one chunk (compiled) or colour
             // (tape), from `__deltad_start`.
             let (step, columns) = if compiled {
-                let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Chunk);
-                (
-                    quote!(::deltad::__private::CHUNK),
-                    quote! {{
-                        let mut #seeds = ::deltad::__private::ColourSeeds::<{ ::deltad::__private::CHUNK }>::new(#pattern, __deltad_start);
+                // (The local the loop below defines.)
+                let lanes = Ident::new("__deltad_lanes", Span::call_site());
+                let columns = self.by_width(&lanes, |width| {
+                    let pass = self.compiled_forward_over_reverse(&seeds, Scalar::Chunk(width));
+                    let colours = width.lanes();
+                    quote! {
+                        let mut #seeds = ::deltad::__private::ColourSeeds::<{ #colours }>::new(#pattern, __deltad_start);
                         #pass.1
-                    }},
-                )
+                    }
+                });
+                (quote!(::deltad::__private::CHUNK), columns)
             } else {
                 let pass = self.forward_over_reverse(&seeds, true);
                 (
@@ -174,8 +177,8 @@ impl Generator<'_> {
                 let mut __deltad_compressed = ::std::vec::Vec::new();
                 let mut __deltad_start = 0usize;
                 while __deltad_start < __deltad_colours {
-                    let __deltad_columns = #columns;
                     let __deltad_lanes = ::core::cmp::Ord::min(#step, __deltad_colours - __deltad_start);
+                    let __deltad_columns = #columns;
                     for (__deltad_k, __deltad_hv) in __deltad_columns.iter().take(__deltad_lanes).enumerate() {
                         let mut __deltad_flat = ::std::vec::Vec::new();
                         #flatten(__deltad_hv, &mut __deltad_flat);
@@ -242,13 +245,27 @@ impl Generator<'_> {
         let prim = &self.prim;
         let count = self.input_count();
         let result = Ident::new("__deltad_result", Span::mixed_site());
-        let chunk = self.scalar_type(Scalar::Chunk);
-        let pass = self.compiled_seeded_pass(
-            Scalar::Chunk,
-            quote!(::deltad::__private::ColourSeeds::<{ ::deltad::__private::CHUNK }>::new(#pattern, __deltad_start)),
-        );
-        let value = self.chunk_part(&result, quote!(|__deltad_d: #chunk| __deltad_d.value));
-        let reals = self.pass_reals(&result, Scalar::Chunk);
+        let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
+        let chunk = self.by_width(&lanes, |width| {
+            let scalar = Scalar::Chunk(width);
+            let dual = self.scalar_type(scalar);
+            let colours = width.lanes();
+            let pass = self.compiled_seeded_pass(
+                scalar,
+                quote!(::deltad::__private::ColourSeeds::<{ #colours }>::new(#pattern, __deltad_start)),
+            );
+            let value = self.chunk_part(scalar, &result, quote!(|__deltad_d: #dual| __deltad_d.value));
+            let reals = self.pass_reals(&result, scalar);
+            quote! {
+                let #result = #pass;
+                let __deltad_reals = #reals;
+                __deltad_m = __deltad_reals.len();
+                ::deltad::__private::store_columns(
+                    &__deltad_reals, __deltad_start, __deltad_colours, &mut __deltad_compressed,
+                );
+                __deltad_first.then(|| #value)
+            }
+        });
         quote! {
             #pattern.check_columns(#count);
             let __deltad_colours = #pattern.colours();
@@ -258,13 +275,8 @@ impl Generator<'_> {
                 __deltad_colours,
                 ::deltad::__private::CHUNK,
                 |__deltad_start, __deltad_first| {
-                    let #result = #pass;
-                    let __deltad_reals = #reals;
-                    __deltad_m = __deltad_reals.len();
-                    ::deltad::__private::store_columns(
-                        &__deltad_reals, __deltad_start, __deltad_colours, &mut __deltad_compressed,
-                    );
-                    __deltad_first.then(|| #value)
+                    let #lanes = ::core::cmp::Ord::min(::deltad::__private::CHUNK, __deltad_colours - __deltad_start);
+                    #chunk
                 },
             );
             let __deltad_jacobian = ::deltad::__private::SparseMatrix::from_compressed(
