@@ -49,6 +49,9 @@ pub trait Record<S> {
 pub trait Reserved<S> {
     /// Keeps one real.
     fn real(&mut self, value: S);
+    /// Keeps several reals, in order (the values a block pushes when it
+    /// ends: one check of the room for all of them).
+    fn reals(&mut self, values: &[S]);
     /// Keeps a discrete value.
     fn bits(&mut self, bits: u64);
     /// Keeps a decision.
@@ -80,6 +83,8 @@ impl<S> Record<S> for NoRecord {
 impl<S> Reserved<S> for NoRecord {
     #[inline(always)]
     fn real(&mut self, _: S) {}
+    #[inline(always)]
+    fn reals(&mut self, _: &[S]) {}
     #[inline(always)]
     fn bits(&mut self, _: u64) {}
     #[inline(always)]
@@ -272,6 +277,20 @@ impl<S: Scalar> Reserved<S> for StackRoom<'_, S> {
         }
     }
     #[inline(always)]
+    fn reals(&mut self, values: &[S]) {
+        let len = self.stack.reals.len();
+        if len + values.len() > self.reals_end {
+            overflow();
+        }
+        // SAFETY: as in `real`, for the slots `len..len + values.len()`,
+        // all below `reals_end`.
+        unsafe {
+            let end = self.stack.reals.as_mut_ptr().add(len);
+            core::ptr::copy_nonoverlapping(values.as_ptr(), end, values.len());
+            self.stack.reals.set_len(len + values.len());
+        }
+    }
+    #[inline(always)]
     fn bits(&mut self, bits: u64) {
         let len = self.stack.bits.len();
         if len >= self.words_end {
@@ -335,6 +354,19 @@ impl<S: Scalar> Stack<S> {
             Some(value) => value,
             None => underflow(),
         }
+    }
+
+    /// The last `N` reals pushed, in the order they were pushed (the
+    /// values a block pushed when it ended, by [`Record::reals`]).
+    #[inline(always)]
+    pub fn pop_real_array<const N: usize>(&mut self) -> [S; N] {
+        let Some(start) = self.reals.len().checked_sub(N) else {
+            underflow()
+        };
+        let mut values = [S::zero(); N];
+        values.copy_from_slice(&self.reals[start..]);
+        self.reals.truncate(start);
+        values
     }
 
     /// The last `len` reals pushed, in the order they were pushed (a buffer

@@ -9,7 +9,7 @@
 //! in the adjoint means what it means at the mirrored point of the forward
 //! pass (and the shadowing `let`'s own adjoint is emitted outside it).
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
@@ -266,10 +266,7 @@ impl Passes<'_> {
             }
             end += 1;
         }
-        let prelude: Vec<TokenStream> = stmts[from..=end]
-            .iter()
-            .map(|stmt| self.prelude(stmt))
-            .collect();
+        let prelude = self.preludes(&stmts[from..=end]);
         visible.extend(names_here);
         let nested = (end + 1 < stmts.len()).then(|| {
             let inner = self.segment(block, end + 1, true, visible);
@@ -296,6 +293,48 @@ impl Passes<'_> {
             }
             _ => None,
         }
+    }
+
+    /// The preludes of `stmts`, in order; consecutive variables that pop a
+    /// real each pop them together.
+    fn preludes(&self, stmts: &[Stmt]) -> Vec<TokenStream> {
+        let mut preludes = Vec::new();
+        let mut reals: Vec<Ident> = Vec::new();
+        for stmt in stmts {
+            if let StmtKind::Let { var, .. } = &stmt.kind {
+                if self.popped_real(*var) {
+                    reals.push(self.name(*var).clone());
+                    continue;
+                }
+            }
+            preludes.push(self.pop_reals(&mut reals));
+            preludes.push(self.prelude(stmt));
+        }
+        preludes.push(self.pop_reals(&mut reals));
+        preludes
+    }
+
+    /// Pops the values of the variables `reals` (popped first first; and
+    /// empties it): one alone, several at once (they were pushed together,
+    /// or in the same order).
+    fn pop_reals(&self, reals: &mut Vec<Ident>) -> TokenStream {
+        let s = &self.scalar;
+        let pop = match &reals[..] {
+            [] => TokenStream::new(),
+            [one] => {
+                let pop = self.pop_real();
+                quote!(let mut #one: #s = #pop;)
+            }
+            several => {
+                let stack = self.stack();
+                let count = several.len();
+                // In the order they were pushed: the last popped first.
+                let names = several.iter().rev();
+                quote!(let [#(mut #names),*]: [#s; #count] = #stack.pop_real_array::<#count>();)
+            }
+        };
+        reals.clear();
+        pop
     }
 
     /// What entering a `let`'s scope in reverse does: the variable's value

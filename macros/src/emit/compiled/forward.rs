@@ -242,17 +242,18 @@ impl Passes<'_> {
             index: 0,
         });
         let mut stmts = Vec::new();
+        let shadowed = self.shadowings(block);
         for (index, stmt) in block.stmts.iter().enumerate() {
             if let Some(Frame::Block { index: i, .. }) = frames.last_mut() {
                 *i = index;
             }
             // A variable the block's end pushes, about to be shadowed: keep
             // it under a name of its own.
-            for earlier in &block.stmts[..index] {
+            for (position, earlier) in block.stmts[..index].iter().enumerate() {
                 let StmtKind::Let { var, .. } = &earlier.kind else {
                     continue;
                 };
-                if self.pushed_at_end(*var) && self.shadowed_at(block, *var) == Some(index) {
+                if self.pushed_at_end(*var) && shadowed[position] == Some(index) {
                     let (name, keep) = (self.name(*var), kept_local(*var));
                     stmts.push(quote!(let #keep = #name;));
                 }
@@ -306,13 +307,15 @@ impl Passes<'_> {
     pub(crate) fn epilogue(&self, block: &Block, index: usize, hiding: &[VarId]) -> TokenStream {
         let plan = &self.analysis.plan;
         let mut pushes = Vec::new();
-        for stmt in block.stmts[..index].iter().rev() {
+        let mut reals = Vec::new();
+        let shadowed = self.shadowings(block);
+        for (position, stmt) in block.stmts[..index].iter().enumerate().rev() {
             let StmtKind::Let { var, init } = &stmt.kind else {
                 continue;
             };
             // Shadowed before `index`, or by a variable of a block inside
             // (`hiding`, left by an exit): under the name it was kept as.
-            let hidden = matches!(self.shadowed_at(block, *var), Some(at) if at < index)
+            let hidden = matches!(shadowed[position], Some(at) if at < index)
                 || hiding.iter().any(|&other| self.same_name(*var, other));
             let name = if hidden {
                 let keep = kept_local(*var);
@@ -321,6 +324,12 @@ impl Passes<'_> {
                 let name = self.name(*var);
                 quote!(#name)
             };
+            if self.popped_real(*var) {
+                // Consecutive reals go in one push.
+                reals.push(name);
+                continue;
+            }
+            pushes.push(self.push_reals(&mut reals));
             if plan.establish[*var] == Establish::Pop {
                 // The variable goes out of scope here: a buffer goes whole.
                 if self.kept_whole_type(*var, init.as_ref()).is_some() {
@@ -333,26 +342,46 @@ impl Passes<'_> {
                 pushes.push(self.push_bits(quote!(#name.len())));
             }
         }
+        pushes.push(self.push_reals(&mut reals));
         if plan.codes[block.id] {
             pushes.push(self.push_bits(quote!(#index)));
         }
         quote!(#(#pushes)*)
     }
 
-    /// The statement index in `block` where a later `let` hides the name of
-    /// `var` (declared at the block's top level), if one does.
-    pub(crate) fn shadowed_at(&self, block: &Block, var: VarId) -> Option<usize> {
-        let declared = block
-            .stmts
-            .iter()
-            .position(|s| matches!(s.kind, StmtKind::Let { var: v, .. } if v == var))?;
-        let name = syn::ext::IdentExt::unraw(self.name(var)).to_string();
-        (declared + 1..block.stmts.len()).find(|&k| match &block.stmts[k].kind {
-            StmtKind::Let { var: other, .. } => {
-                *other != var && syn::ext::IdentExt::unraw(self.name(*other)) == name
+    /// Pushes the values `reals` (and empties it): one real alone, several
+    /// in one push.
+    fn push_reals(&self, reals: &mut Vec<TokenStream>) -> TokenStream {
+        let push = match &reals[..] {
+            [] => TokenStream::new(),
+            [one] => self.push_real(one.clone()),
+            several => self.push_to("reals", quote!(&[#(#several),*])),
+        };
+        reals.clear();
+        push
+    }
+
+    /// Per statement of `block`: for a `let`, the index of the first later
+    /// `let` of the block that hides its name, if one does (one pass over
+    /// the block, from its end).
+    pub(crate) fn shadowings(&self, block: &Block) -> Vec<Option<usize>> {
+        let mut next_of_name: std::collections::HashMap<String, usize> = Default::default();
+        let mut shadowed = vec![None; block.stmts.len()];
+        for (k, stmt) in block.stmts.iter().enumerate().rev() {
+            if let StmtKind::Let { var, .. } = &stmt.kind {
+                let name = syn::ext::IdentExt::unraw(self.name(*var)).to_string();
+                shadowed[k] = next_of_name.insert(name, k);
             }
-            _ => false,
-        })
+        }
+        shadowed
+    }
+
+    /// True if the block declaring `var` pushes its value as one real when
+    /// it ends, and the adjoint pops it so (a differentiated scalar).
+    pub(crate) fn popped_real(&self, var: VarId) -> bool {
+        self.analysis.plan.establish[var] == Establish::Pop
+            && self.function.vars[var].kind == crate::ir::VarKind::Scalar
+            && self.active(var)
     }
 
     /// True if the block declaring `var` pushes it when it ends.
