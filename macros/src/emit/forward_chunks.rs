@@ -277,17 +277,41 @@ impl Generator<'_> {
 
     fn compiled_jacobian_fwd_body(&self) -> TokenStream {
         let prim = &self.prim;
-        let result = Ident::new("__deltad_result", Span::mixed_site());
-        let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
         let count = self.input_count();
         let rows = self.rows_from_matrix();
+        let (n, matrix) = (
+            Ident::new("__deltad_n", Span::call_site()),
+            Ident::new("__deltad_matrix", Span::call_site()),
+        );
+        let passes = self.compiled_column_passes(&n, &matrix, |width| {
+            self.chunk_seeds(width, quote!(unit_block(__deltad_start)))
+        });
+        quote! {
+            let #n: usize = #count;
+            let mut #matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
+            let mut __deltad_m = 0usize;
+            let __deltad_value = #passes;
+            (__deltad_value, #rows)
+        }
+    }
+
+    /// One chunk pass per `CHUNK` of the `columns` directions (a local of
+    /// their count), seeded by `seeds(width)` from `__deltad_start`: each
+    /// pass's output tangents become columns of `matrix` (a local `Vec`,
+    /// row by row, `columns` wide), the output's real count goes into the
+    /// local `__deltad_m`; the expression's value is the function's value.
+    pub(super) fn compiled_column_passes(
+        &self,
+        columns: &Ident,
+        matrix: &Ident,
+        seeds: impl Fn(Width) -> TokenStream,
+    ) -> TokenStream {
+        let result = Ident::new("__deltad_result", Span::mixed_site());
+        let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
         let chunk = self.by_width(&lanes, |width| {
             let scalar = Scalar::Chunk(width);
             let dual = self.scalar_type(scalar);
-            let pass = self.compiled_seeded_pass(
-                scalar,
-                self.chunk_seeds(width, quote!(unit_block(__deltad_start))),
-            );
+            let pass = self.compiled_seeded_pass(scalar, seeds(width));
             let value = self.chunk_part(
                 scalar,
                 &result,
@@ -299,24 +323,20 @@ impl Generator<'_> {
                 let __deltad_reals = #reals;
                 __deltad_m = __deltad_reals.len();
                 ::deltad::__private::store_columns(
-                    &__deltad_reals, __deltad_start, __deltad_n, &mut __deltad_matrix,
+                    &__deltad_reals, __deltad_start, #columns, &mut #matrix,
                 );
                 __deltad_first.then(|| #value)
             }
         });
         quote! {
-            let __deltad_n: usize = #count;
-            let mut __deltad_matrix: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
-            let mut __deltad_m = 0usize;
-            let __deltad_value = ::deltad::__private::chunked_passes(
-                __deltad_n,
+            ::deltad::__private::chunked_passes(
+                #columns,
                 ::deltad::__private::CHUNK,
                 |__deltad_start, __deltad_first| {
-                    let #lanes = ::core::cmp::Ord::min(::deltad::__private::CHUNK, __deltad_n - __deltad_start);
+                    let #lanes = ::core::cmp::Ord::min(::deltad::__private::CHUNK, #columns - __deltad_start);
                     #chunk
                 },
-            );
-            (__deltad_value, #rows)
+            )
         }
     }
 

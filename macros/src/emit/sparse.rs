@@ -244,43 +244,22 @@ impl Generator<'_> {
     fn compiled_sparse_body(&self, pattern: &Ident) -> TokenStream {
         let prim = &self.prim;
         let count = self.input_count();
-        let result = Ident::new("__deltad_result", Span::mixed_site());
-        let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
-        let chunk = self.by_width(&lanes, |width| {
-            let scalar = Scalar::Chunk(width);
-            let dual = self.scalar_type(scalar);
-            let colours = width.lanes();
-            let pass = self.compiled_seeded_pass(
-                scalar,
-                quote!(::deltad::__private::ColourSeeds::<{ #colours }>::new(#pattern, __deltad_start)),
-            );
-            let value = self.chunk_part(scalar, &result, quote!(|__deltad_d: #dual| __deltad_d.value));
-            let reals = self.pass_reals(&result, scalar);
-            quote! {
-                let #result = #pass;
-                let __deltad_reals = #reals;
-                __deltad_m = __deltad_reals.len();
-                ::deltad::__private::store_columns(
-                    &__deltad_reals, __deltad_start, __deltad_colours, &mut __deltad_compressed,
-                );
-                __deltad_first.then(|| #value)
-            }
+        let (colours, compressed) = (
+            Ident::new("__deltad_colours", Span::call_site()),
+            Ident::new("__deltad_compressed", Span::call_site()),
+        );
+        let passes = self.compiled_column_passes(&colours, &compressed, |width| {
+            let lanes = width.lanes();
+            quote!(::deltad::__private::ColourSeeds::<{ #lanes }>::new(#pattern, __deltad_start))
         });
         quote! {
             #pattern.check_columns(#count);
-            let __deltad_colours = #pattern.colours();
-            let mut __deltad_compressed: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
+            let #colours = #pattern.colours();
+            let mut #compressed: ::std::vec::Vec<#prim> = ::std::vec::Vec::new();
             let mut __deltad_m = 0usize;
-            let __deltad_value = ::deltad::__private::chunked_passes(
-                __deltad_colours,
-                ::deltad::__private::CHUNK,
-                |__deltad_start, __deltad_first| {
-                    let #lanes = ::core::cmp::Ord::min(::deltad::__private::CHUNK, __deltad_colours - __deltad_start);
-                    #chunk
-                },
-            );
+            let __deltad_value = #passes;
             let __deltad_jacobian = ::deltad::__private::SparseMatrix::from_compressed(
-                #pattern, __deltad_m, &__deltad_compressed,
+                #pattern, __deltad_m, &#compressed,
             );
             (__deltad_value, __deltad_jacobian)
         }
