@@ -360,12 +360,8 @@ impl<S: Scalar> Stack<S> {
     /// values a block pushed when it ended, by [`Record::reals`]).
     #[inline(always)]
     pub fn pop_real_array<const N: usize>(&mut self) -> [S; N] {
-        let Some(start) = self.reals.len().checked_sub(N) else {
-            underflow()
-        };
         let mut values = [S::zero(); N];
-        values.copy_from_slice(&self.reals[start..]);
-        self.reals.truncate(start);
+        self.pop_reals_into(&mut values);
         values
     }
 
