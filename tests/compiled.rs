@@ -2060,3 +2060,52 @@ fn conversions_into_the_float_keep_derivatives() {
     assert_eq!((g.x, g.v[0]), expected);
     assert_eq!(converted(x, &v, k), 9.0 + 6.5 * 3.0);
 }
+
+// Loops whose buffers are indexed only at the loop variable, every
+// iteration: the adjoint narrows them to the range before the reversed
+// loop. Around them, the cases it must leave alone: a buffer shorter than
+// the range indexed only inside a branch or after a `continue` (narrowing
+// it would panic), an empty range, an inclusive and a reversed one.
+both!(narrowing, narrowing_tape, fn(x: &[f64], n: usize, m: usize) -> f64 {
+    let mut a = vec![0.0; x.len()];
+    for i in 0..n {
+        a[i] = x[i] * x[i] + 1.0;
+    }
+    let mut b = vec![0.0; m];
+    for i in 0..n {
+        if i < m {
+            b[i] = a[i] * x[i];
+        }
+    }
+    let mut c = vec![0.0; m];
+    for i in 0..n {
+        if i >= m {
+            continue;
+        }
+        c[i] = b[i].sin() + a[i];
+    }
+    for i in n..n {
+        a[i] = 0.0;
+    }
+    let mut total = 0.0;
+    for i in 0..=m - 1 {
+        total += c[i] * b[i];
+    }
+    for i in (0..n).rev() {
+        total += a[i] * x[i] / (1.0 + total * total);
+    }
+    total
+});
+
+#[test]
+fn loops_indexed_at_their_variable_are_narrowed_safely() {
+    let x = [0.3, -0.7, 1.1, 0.5, -0.2];
+    for (n, m) in [(5, 3), (4, 4), (5, 1), (3, 2)] {
+        let g = narrowing::grad(&x, n, m);
+        let tape = narrowing_tape::grad(&x, n, m);
+        assert_close_tol(&g.x, &tape.x, 1e-12, "compiled against the tape");
+        let fd = finite_difference(|x| narrowing(x, n, m), &x);
+        assert_close(&g.x, &fd, "compiled against finite differences");
+        assert_eq!(narrowing(&x, n, m), narrowing_tape(&x, n, m));
+    }
+}

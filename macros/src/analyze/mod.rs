@@ -10,6 +10,7 @@ pub(crate) mod activity;
 pub(crate) mod fields;
 pub(crate) mod keep;
 pub(crate) mod mode;
+pub(crate) mod narrow;
 pub(crate) mod positions;
 pub(crate) mod reverse;
 pub(crate) mod saves;

@@ -602,19 +602,25 @@ impl Passes<'_> {
                         self.rev_checkpointed(*id, *var, range, loop_body, body)
                     }
                     LoopPlan::Reversed => {
-                        let reversed = range.reversed;
-                        let range = self.range(range, Side::Adjoint);
-                        let walk = if reversed {
-                            range
+                        let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
+                        let narrowed = self.narrowed(*id, *var, &walk, loop_body);
+                        let backwards = if range.reversed {
+                            quote!(#walk)
                         } else {
-                            quote!(#range.rev())
+                            quote!(#walk.rev())
                         };
+                        let range = self.range(range, Side::Adjoint);
                         let Rolled {
                             before,
                             each,
                             after,
                         } = rolled;
-                        guard(quote!({ #before for #pattern in #walk { #body #each } #after }))
+                        guard(quote!({
+                            #before
+                            let #walk = #range;
+                            { #narrowed for #pattern in #backwards { #body #each } }
+                            #after
+                        }))
                     }
                     LoopPlan::Counted => {
                         let count = count_local(*id);

@@ -27,6 +27,7 @@ mod checkpoint;
 mod forward;
 mod keeps;
 mod kept;
+mod narrow;
 mod promote;
 mod reserve;
 mod skip;

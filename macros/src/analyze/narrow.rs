@@ -1,0 +1,111 @@
+//! The buffers a `for` loop over a range reads and writes only at its
+//! variable (`b[i]`, never `b[i + 1]`, `b.len()` or `b` whole), at least
+//! once in every iteration (a statement of the body itself, not inside a
+//! branch, in a body no `continue` leaves early).
+//!
+//! Every iteration of the forward pass indexed such a buffer at `i`, so
+//! its length is past the range's end: the adjoint can narrow it (and its
+//! adjoint) to `..end` before the reversed loop, which tells the optimiser
+//! that no index in the loop is out of bounds (no check per element, and
+//! loops it can vectorise).
+
+use crate::ir::{Block, CallArg, ExprKind, LoopId, Place, StmtKind, VarId};
+
+/// A buffer the loop indexes only at its variable.
+pub(crate) struct Indexed {
+    pub var: VarId,
+    /// The loop's body writes some of its elements.
+    pub written: bool,
+}
+
+/// The buffers `body` (of loop `id`, whose variable is `index`) indexes
+/// only at `index`, in every iteration.
+pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Indexed> {
+    let mut at_index: Vec<VarId> = Vec::new();
+    let mut elsewhere: Vec<VarId> = Vec::new();
+    let mut written: Vec<VarId> = Vec::new();
+    let mut early = false;
+    let is_index = |e: &crate::ir::Expr| matches!(e.kind, ExprKind::Var(v) if v == index);
+    body.each_stmt(&mut |stmt| {
+        match &stmt.kind {
+            StmtKind::Continue { target } if *target == id => early = true,
+            StmtKind::Assign { place, .. } => match place {
+                Place::Elem(var, at) if is_index(at) => {
+                    at_index.push(*var);
+                    written.push(*var);
+                }
+                _ => elsewhere.push(place.var()),
+            },
+            _ => {}
+        }
+        stmt.each_expr(&mut |expr| {
+            expr.each_subexpr(&mut |e| match &e.kind {
+                ExprKind::Elem(var, at) if is_index(at) => at_index.push(*var),
+                ExprKind::Var(var) | ExprKind::Elem(var, _) | ExprKind::Len(var) => {
+                    elsewhere.push(*var)
+                }
+                ExprKind::Opaque { reads, .. } => elsewhere.extend(reads.iter().copied()),
+                ExprKind::Call(call) => {
+                    for arg in &call.args {
+                        match arg {
+                            CallArg::Buffer(buffer) => elsewhere.push(buffer.var),
+                            CallArg::Struct { var, .. } => elsewhere.push(*var),
+                            _ => {}
+                        }
+                    }
+                }
+                ExprKind::Primitive(_, buffers) => elsewhere.extend(buffers.iter().map(|b| b.var)),
+                ExprKind::Field { base, .. } => elsewhere.push(*base),
+                _ => {}
+            })
+        });
+    });
+    if early || written_var(body, index) {
+        return Vec::new();
+    }
+    // Indexed in every iteration: by a statement of the body itself.
+    let mut every: Vec<VarId> = Vec::new();
+    for stmt in &body.stmts {
+        if let StmtKind::Assign {
+            place: Place::Elem(var, at),
+            ..
+        } = &stmt.kind
+        {
+            if is_index(at) {
+                every.push(*var);
+            }
+        }
+        if matches!(stmt.kind, StmtKind::Let { .. } | StmtKind::Assign { .. }) {
+            stmt.each_expr(&mut |expr| {
+                expr.each_subexpr(&mut |e| {
+                    if let ExprKind::Elem(var, at) = &e.kind {
+                        if is_index(at) {
+                            every.push(*var);
+                        }
+                    }
+                })
+            });
+        }
+    }
+    let mut indexed: Vec<Indexed> = Vec::new();
+    for var in at_index {
+        if elsewhere.contains(&var) || !every.contains(&var) || indexed.iter().any(|i| i.var == var)
+        {
+            continue;
+        }
+        indexed.push(Indexed {
+            var,
+            written: written.contains(&var),
+        });
+    }
+    indexed
+}
+
+/// True if `body` assigns `var` itself.
+fn written_var(body: &Block, var: VarId) -> bool {
+    let mut found = false;
+    body.each_stmt(&mut |stmt| {
+        found |= matches!(&stmt.kind, StmtKind::Assign { place: Place::Var(v), .. } if *v == var)
+    });
+    found
+}

@@ -1,0 +1,62 @@
+//! Narrowing before a reversed loop (`analyze::narrow`): the buffers the
+//! loop indexes only at its variable, and their adjoints, re-borrowed as
+//! slices of the range's end, so that the optimiser sees every index in
+//! bounds.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::Passes;
+use crate::analyze::narrow::indexed_only_at;
+use crate::analyze::Establish;
+use crate::ir::{Block, LoopId, Origin, VarId};
+
+impl Passes<'_> {
+    /// The re-borrows that narrow what loop `id` (variable `index`, over
+    /// the range `walk`) indexes only at its variable, for its reverse.
+    pub(crate) fn narrowed(
+        &self,
+        id: LoopId,
+        index: Option<VarId>,
+        walk: &Ident,
+        body: &Block,
+    ) -> TokenStream {
+        let Some(index) = index else {
+            return TokenStream::new();
+        };
+        let bound = format_ident!("__deltad_bound", span = Span::mixed_site());
+        let mut lets = Vec::new();
+        for indexed in indexed_only_at(id, index, body) {
+            let var = indexed.var;
+            if !self.is_buffer(var) {
+                continue;
+            }
+            let param = matches!(self.function.vars[var].origin, Origin::Param(_));
+            // The values, where the adjoint has them and only reads them.
+            let held = param
+                || matches!(
+                    self.analysis.plan.establish[var],
+                    Establish::Pop | Establish::Recompute
+                );
+            if held && !indexed.written {
+                let name = self.name(var);
+                lets.push(quote!(let #name = &#name[..#bound];));
+            }
+            // The adjoints of a local buffer (a parameter's go to its sink).
+            if !param && self.useful(var) {
+                let adjoint = self.adjoint(var);
+                lets.push(quote!(let #adjoint = &mut #adjoint[..#bound];));
+            }
+        }
+        if lets.is_empty() {
+            return TokenStream::new();
+        }
+        // One past the range's last value (0 for an empty range, which
+        // indexes nothing).
+        quote! {
+            let #bound: usize = ::core::iter::Iterator::max(::core::clone::Clone::clone(&#walk))
+                .map_or(0, |__deltad_last: usize| __deltad_last + 1);
+            #(#lets)*
+        }
+    }
+}
