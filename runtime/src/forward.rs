@@ -147,6 +147,10 @@ pub const CHUNK: usize = 8;
 /// not pay for lanes of zeros.
 pub const HALF_CHUNK: usize = CHUNK / 2;
 
+/// The lanes of the adjoints of a Jacobian's last rows when at most two are
+/// left (`jacobian`, vector reverse mode: a small function's two outputs).
+pub const QUARTER_CHUNK: usize = CHUNK / 4;
+
 /// Tangents for a forward pass on [`DualVec`]: `N` directions at once.
 pub struct ChunkSeeds<'a, P, const N: usize> {
     directions: Directions<'a, P>,

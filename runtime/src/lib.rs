@@ -138,21 +138,21 @@ pub mod __private {
     pub use crate::checkpointed_call::{checkpointed_call, CallArgs, OwnedConstant, Rerun};
     pub use crate::compiled::{
         add_twin_gradient, adjoint_twins_of, leaf_constant, read_twin_adjoint,
-        seed_recorded_and_sweep, twin_duals, twin_gradient, twin_leaf_count, twin_leaves,
-        twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit, twin_value,
-        twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of, twins_values,
-        twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf,
-        SetLeaf, SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam, TwinOf,
-        TwinSink, TwinsSink,
+        seed_recorded_and_sweep, twin_duals, twin_gradient, twin_lane_seed, twin_leaf_count,
+        twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit,
+        twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of,
+        twins_values, twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned,
+        RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam,
+        TwinOf, TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
-        buffer_lanes, buffer_part, checkpoint_segment, lift_buffer, lifted, machine_value,
-        opaque_values, recorded_values, result_ids, seed_buffer_and_sweep, seed_of,
+        buffer_lanes, buffer_part, checkpoint_segment, lane_seed, lift_buffer, lifted,
+        machine_value, opaque_values, recorded_values, result_ids, seed_buffer_and_sweep, seed_of,
         seed_opaque_and_sweep, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
-        ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Discard, HeldAs, HeldResult,
-        HeldSink, HeldValue, KeptWhole, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive,
-        PassConstant, PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ResultUse,
-        ScalarSink, SliceParam, SliceSink, Stack, Unvalued, Valued,
+        ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Cotangent, Discard, HeldAs,
+        HeldLanes, HeldResult, HeldSink, HeldValue, KeptWhole, LiftBuffer, NoRecord, OpaqueArg,
+        OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam, RealParam, Record, Reserved,
+        ResultBuffer, ResultUse, ScalarSink, SliceParam, SliceSink, Stack, Unvalued, Valued,
     };
     pub use crate::compiled_call::{
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,
@@ -171,7 +171,7 @@ pub mod __private {
     pub use crate::forward::{
         chunked_passes, dual_constant, dual_input, flatten_chunk, forward_tangent, forward_value,
         split_duals, store_column, store_columns, ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
-        HALF_CHUNK,
+        HALF_CHUNK, QUARTER_CHUNK,
     };
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};

@@ -316,7 +316,7 @@ pub mod log_sum_exp {
 /// adjoints added into sinks.
 pub mod compiled {
     use super::{assert_same_length, dot_of, log_sum_exp_of, shift_of, sum_of};
-    use crate::compiled::SliceSink;
+    use crate::compiled::{Cotangent, SliceSink};
     use crate::scalar::{Primitive, Scalar};
 
     /// Σ v_i.
@@ -348,12 +348,12 @@ pub mod compiled {
 
     /// Adds `adjoint · b_i` to a's adjoints and `adjoint · a_i` to b's.
     #[inline]
-    pub fn dot_adjoint<S: Scalar>(
+    pub fn dot_adjoint<S: Scalar, A: Cotangent<S>>(
         a: &[S],
         b: &[S],
-        sink_a: &mut impl SliceSink<S>,
-        sink_b: &mut impl SliceSink<S>,
-        adjoint: S,
+        sink_a: &mut impl SliceSink<A>,
+        sink_b: &mut impl SliceSink<A>,
+        adjoint: A,
     ) {
         for i in 0..a.len() {
             *sink_a.at(i) += adjoint * b[i];
@@ -369,7 +369,11 @@ pub mod compiled {
     /// each exponential is taken once and held (a hand-written adjoint of
     /// a mixture takes each twice).
     #[inline]
-    pub fn log_sum_exp_adjoint<S: Scalar>(values: &[S], sink: &mut impl SliceSink<S>, adjoint: S) {
+    pub fn log_sum_exp_adjoint<S: Scalar, A: Cotangent<S>>(
+        values: &[S],
+        sink: &mut impl SliceSink<A>,
+        adjoint: A,
+    ) {
         let largest = shift_of(values.len(), |i| values[i]);
         if !Primitive::is_finite(largest.to_prim()) {
             return;

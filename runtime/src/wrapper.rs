@@ -3,6 +3,7 @@
 //! binding; the recording pass runs; the output is seeded with 1 and the
 //! reverse sweep runs; `lookup` reads the inputs' adjoints back in order.
 
+use crate::compiled::Cotangent;
 use crate::differentiable::Differentiable;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
@@ -73,12 +74,30 @@ pub fn output_leaves<P: Primitive, R: Differentiable<P>>(
 pub struct GradReader<'a, S> {
     adjoints: &'a [S],
     next: usize,
+    /// Which adjoint of a [`Cotangent`] the adjoints read are (a compiled
+    /// caller's vector reverse mode takes one sweep per lane here).
+    lane: usize,
 }
 
 impl<'a, S: Scalar> GradReader<'a, S> {
     /// Starts at the first binding (the first input).
     pub fn new(adjoints: &'a [S]) -> Self {
-        GradReader { adjoints, next: 0 }
+        GradReader {
+            adjoints,
+            next: 0,
+            lane: 0,
+        }
+    }
+
+    /// The reader of the adjoints of `lane`.
+    pub fn in_lane(self, lane: usize) -> Self {
+        GradReader { lane, ..self }
+    }
+
+    /// The adjoint of the next scalar input, as that lane of a `C`.
+    #[inline]
+    pub fn cotangent<C: Cotangent<S>>(&mut self) -> C {
+        C::from_lane(self.lane, self.scalar())
     }
 
     /// The adjoint of the next scalar input.

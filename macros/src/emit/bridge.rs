@@ -82,6 +82,8 @@ impl Generator<'_> {
         }
         let prim = &self.prim;
         let s = Ident::new("__DeltadS", Span::call_site());
+        let a = Ident::new("__DeltadA", Span::call_site());
+        let lane = Ident::new("__deltad_bridge_lane", Span::mixed_site());
         let generics: Vec<TokenStream> =
             self.signature.generics.iter().map(|g| quote!(#g)).collect();
         let where_clause = &self.signature.where_clause;
@@ -126,10 +128,10 @@ impl Generator<'_> {
                     inputs.push(quote!(let #input = #held::dual(&#name, #tape, true);));
                     input_args.push(quote!(#input));
                     reads.push(quote! {
-                        ::deltad::__private::HeldSink::<#value, #s, #generic>::read(&mut #sink, &#name, &mut #reader);
+                        ::deltad::__private::HeldSink::<#value, #s, #a, #generic>::read(&mut #sink, &#name, &mut #reader);
                     });
                     sink_bounds.push(
-                        quote!(#sink_type: ::deltad::__private::HeldSink<#value, #s, #generic>),
+                        quote!(#sink_type: ::deltad::__private::HeldSink<#value, #s, #a, #generic>),
                     );
                 }
                 // A value of a type the macro cannot see into: as the
@@ -143,8 +145,10 @@ impl Generator<'_> {
                     constants.push(quote!(#opaque::dual(&#name, #tape, false)));
                     inputs.push(quote!(let #input = #opaque::dual(&#name, #tape, true);));
                     input_args.push(quote!(#input));
-                    reads.push(quote!(#opaque::read_adjoint(&#name, &mut #reader, &mut #sink);));
-                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::SliceSink<#s>));
+                    reads.push(
+                        quote!(#opaque::read_adjoint::<#a>(&#name, &mut #reader, &mut #sink);),
+                    );
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::SliceSink<#a>));
                 }
                 kind if crate::types::user_elements(kind).is_some() => {
                     let elem = crate::types::user_elements(kind);
@@ -166,14 +170,16 @@ impl Generator<'_> {
                     input_args.push(quote!(#input));
                     reads.push(quote! {
                         for (__deltad_k, __deltad_e) in #name.iter().enumerate() {
-                            ::deltad::__private::read_twin_adjoint::<#s, #elem>(
+                            ::deltad::__private::read_twin_adjoint::<#s, #a, #elem>(
                                 __deltad_e,
                                 &mut #reader,
                                 &mut ::deltad::__private::SinkAt(&mut #sink, __deltad_k),
                             );
                         }
                     });
-                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::TwinsSink<#twin>));
+                    let adjoint_twin = quote!(::deltad::__private::TwinOf<#elem, #a>);
+                    sink_bounds
+                        .push(quote!(#sink_type: ::deltad::__private::TwinsSink<#adjoint_twin>));
                 }
                 ParamKind::Real => {
                     params.push(quote!(#name: #s));
@@ -181,9 +187,9 @@ impl Generator<'_> {
                     inputs.push(quote!(let #input = ::deltad::__private::input(#tape, #name);));
                     input_args.push(quote!(#input));
                     reads.push(
-                        quote!(::deltad::__private::ScalarSink::add(&mut #sink, #reader.scalar());),
+                        quote!(::deltad::__private::ScalarSink::add(&mut #sink, #reader.cotangent::<#a>());),
                     );
-                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::ScalarSink<#s>));
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::ScalarSink<#a>));
                 }
                 // (A structured parameter is plain data here.)
                 kind if kind.is_active() && !matches!(kind, ParamKind::Structured { .. }) => {
@@ -234,10 +240,10 @@ impl Generator<'_> {
                     }
                     reads.push(quote! {
                         for __deltad_k in 0..#name.len() {
-                            *::deltad::__private::SliceSink::at(&mut #sink, __deltad_k) += #reader.scalar();
+                            *::deltad::__private::SliceSink::at(&mut #sink, __deltad_k) += #reader.cotangent::<#a>();
                         }
                     });
-                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::SliceSink<#s>));
+                    sink_bounds.push(quote!(#sink_type: ::deltad::__private::SliceSink<#a>));
                 }
                 _ => {
                     let ty = &param.ty;
@@ -277,23 +283,35 @@ impl Generator<'_> {
         let (output, output_adjoint, sweep) = match self.signature.buffer_output() {
             None if opaque_output.is_some() => (
                 quote!(<#opaque_output as ::deltad::__private::Differentiable<#prim>>::Twin<#s>),
-                quote!(<#opaque_output as ::deltad::__private::Differentiable<#prim>>::Twin<#s>),
-                quote!(::deltad::__private::seed_opaque_and_sweep::<#s, #opaque_output>(#tape, &__deltad_output, &#out, #adjoints);),
+                quote!(<#opaque_output as ::deltad::__private::Differentiable<#prim>>::Twin<#a>),
+                quote! {
+                    let __deltad_seed = <#opaque_output as ::deltad::__private::Differentiable<#prim>>::map_twin(
+                        &#out,
+                        &mut |__deltad_a: &#a| ::deltad::__private::Cotangent::<#s>::lane(*__deltad_a, #lane),
+                    );
+                    ::deltad::__private::seed_opaque_and_sweep::<#s, #opaque_output>(#tape, &__deltad_output, &__deltad_seed, #adjoints);
+                },
             ),
             // (A user type's twin, or the buffer an alias names: see the
             // runtime's `HeldResult`.)
             None if struct_output.is_some() => {
-                let held = quote!(<<#struct_output as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#struct_output, #s>>);
+                let form = quote!(<#struct_output as ::deltad::__private::HeldAs>::Form);
+                let held = quote!(<#form as ::deltad::__private::HeldResult<#struct_output, #s>>);
+                let held_adjoint =
+                    quote!(<#form as ::deltad::__private::HeldResult<#struct_output, #a>>);
                 (
                     quote!(#held::Held),
-                    quote!(#held::Held),
-                    quote!(#held::seed_held_and_sweep(#tape, &__deltad_output, &#out, #adjoints);),
+                    quote!(#held_adjoint::Held),
+                    quote! {
+                        let __deltad_seed = <#form as ::deltad::__private::HeldLanes<#struct_output, #s, #a>>::held_lane(&#out, #lane);
+                        #held::seed_held_and_sweep(#tape, &__deltad_output, &__deltad_seed, #adjoints);
+                    },
                 )
             }
             None => (
                 quote!(#s),
-                quote!(#s),
-                quote!(#tape.gradient_into(__deltad_output.id(), #out, #adjoints);),
+                quote!(#a),
+                quote!(#tape.gradient_into(__deltad_output.id(), ::deltad::__private::Cotangent::<#s>::lane(#out, #lane), #adjoints);),
             ),
             Some(buffer) => (
                 match &buffer {
@@ -301,10 +319,16 @@ impl Generator<'_> {
                     BufferOutput::Array(len) => quote!([#s; #len]),
                 },
                 match &buffer {
-                    BufferOutput::Vec => quote!(::std::vec::Vec<#s>),
-                    BufferOutput::Array(len) => quote!([#s; #len]),
+                    BufferOutput::Vec => quote!(::std::vec::Vec<#a>),
+                    BufferOutput::Array(len) => quote!([#a; #len]),
                 },
-                quote!(::deltad::__private::seed_buffer_and_sweep(#tape, &__deltad_output, &#out[..], #adjoints);),
+                quote! {
+                    let __deltad_seed: ::std::vec::Vec<#s> = #out
+                        .iter()
+                        .map(|__deltad_a| ::deltad::__private::Cotangent::<#s>::lane(*__deltad_a, #lane))
+                        .collect();
+                    ::deltad::__private::seed_buffer_and_sweep(#tape, &__deltad_output, &__deltad_seed[..], #adjoints);
+                },
             ),
         };
         let value = match self.signature.buffer_output() {
@@ -324,16 +348,20 @@ impl Generator<'_> {
             let #tape = &::deltad::__private::Tape::<#s>::forward_only();
             #value
         });
+        // One recording, and a sweep per lane of the adjoints (one for a
+        // gradient; a compiled caller's vector reverse mode carries more).
         let adj_body = body(quote! {
             let _ = &#stack;
             <#s as ::deltad::__private::Scalar>::with_tape(|#tape, #adjoints| {
                 #(#inputs)*
                 let __deltad_output = #record(#tape, #(#input_args),*);
                 #(#recycle)*
-                #sweep
-                let mut __deltad_reader = ::deltad::__private::GradReader::new(&#adjoints[..]);
-                let _ = &mut __deltad_reader;
-                #(#reads)*
+                for #lane in 0..<#a as ::deltad::__private::Cotangent<#s>>::LANES {
+                    #sweep
+                    let mut __deltad_reader = ::deltad::__private::GradReader::new(&#adjoints[..]).in_lane(#lane);
+                    let _ = &mut __deltad_reader;
+                    #(#reads)*
+                }
             })
         });
         let keeps = super::compiled::keeps_something();
@@ -353,7 +381,7 @@ impl Generator<'_> {
             #[doc(hidden)]
             #[inline]
             #[allow(unused_mut, unused_variables, clippy::all)]
-            pub fn #adj_fn<#(#generics,)* #(#struct_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
+            pub fn #adj_fn<#(#generics,)* #(#struct_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
                 #(#params,)*
                 #out: #output_adjoint,

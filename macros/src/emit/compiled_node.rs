@@ -96,7 +96,7 @@ impl Generator<'_> {
                     gradients.push(quote! {
                         let mut #gradient: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #s>> = #local
                             .iter()
-                            .map(::deltad::__private::twin_zeros_like::<#s, #elem>)
+                            .map(::deltad::__private::twin_zeros_like::<#s, #s, #elem>)
                             .collect();
                     });
                     sinks.push(quote!(&mut #gradient[..]));
@@ -121,7 +121,7 @@ impl Generator<'_> {
                     adj_args.push(quote!(&#local));
                     gradients.push(quote! {
                         let mut #gradient: ::deltad::__private::TwinOf<#value, #s> =
-                            ::deltad::__private::twin_zeros_like::<#s, #value>(&#local);
+                            ::deltad::__private::twin_zeros_like::<#s, #s, #value>(&#local);
                     });
                     sinks.push(quote!(&mut #gradient));
                     collect.push(quote! {

@@ -47,6 +47,8 @@ pub(super) enum Scalar {
 pub(super) enum Width {
     Full,
     Half,
+    /// (Only for the rows of `jacobian`, where two outputs are common.)
+    Quarter,
 }
 
 impl Width {
@@ -55,6 +57,7 @@ impl Width {
         match self {
             Width::Full => quote!(::deltad::__private::CHUNK),
             Width::Half => quote!(::deltad::__private::HALF_CHUNK),
+            Width::Quarter => quote!(::deltad::__private::QUARTER_CHUNK),
         }
     }
 }
@@ -310,7 +313,7 @@ impl Generator<'_> {
             Some(ty) => (
                 quote!(::deltad::__private::twin_leaf_count::<#prim, #ty>(&#value)),
                 quote!(::deltad::__private::twin_unit::<#prim, #ty>(&#value, #k)),
-                quote!(::deltad::__private::twin_zeros_like::<#prim, #ty>(&#value)),
+                quote!(::deltad::__private::twin_zeros_like::<#prim, #prim, #ty>(&#value)),
             ),
             None => {
                 let count = quote!(::deltad::__private::ResultBuffer::elements(&#value).len());
@@ -734,10 +737,14 @@ impl Generator<'_> {
         }
     }
 
-    /// `jacobian` on the compiled path: reverse sweeps, one per output
-    /// real; with `choose`, forward chunks (`jacobian_fwd`) instead where
-    /// the output has more reals than the input (known after the forward
-    /// pass, which is then the only work wasted).
+    /// `jacobian` on the compiled path: one forward pass, then one reverse
+    /// sweep per chunk of up to `CHUNK` output reals, their adjoints in the
+    /// lanes of a `DualVec` (vector reverse mode: what the sweep evaluates
+    /// again, its partials and the values it pops are shared by the rows of
+    /// a chunk), each from a copy of what the forward pass kept; with
+    /// `choose`, forward chunks (`jacobian_fwd`) instead where the output
+    /// has more reals than the input (known after the forward pass, which is
+    /// then the only work wasted).
     pub(super) fn compiled_jacobian_body(&self, choose: bool) -> TokenStream {
         if matches!(self.signature.output, crate::signature::Output::Real) {
             let body = self.compiled_value_and_grad_body(None);
@@ -746,30 +753,28 @@ impl Generator<'_> {
                 (__deltad_value, ::std::vec![__deltad_row])
             };
         }
-        // One forward pass; per output real, the adjoint from a copy of
-        // what it kept, seeded with that real.
         let prim = &self.prim;
         let (fwd, adj) = (
             Ident::new(FWD_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
         );
-        let grad = Ident::new("__deltad_grad", Span::mixed_site());
-        let zero = self.zero_grad();
         let fwd_args = self.pass_args(Scalar::Machine, false);
         let adj_args = self.pass_args(Scalar::Machine, false);
-        let sinks = self.pass_sinks(Scalar::Machine, &grad);
         let output = self.pass_output_type(Scalar::Machine);
-        let (stack, value, kept, rows, count, k, seed) = (
+        let (stack, value, kept, rows, count, first, lane) = (
             Ident::new("__deltad_stack", Span::mixed_site()),
             Ident::new("__deltad_value", Span::mixed_site()),
             Ident::new("__deltad_kept", Span::mixed_site()),
             Ident::new("__deltad_rows", Span::mixed_site()),
             Ident::new("__deltad_count", Span::mixed_site()),
-            Ident::new("__deltad_k", Span::mixed_site()),
-            Ident::new("__deltad_seed", Span::mixed_site()),
+            Ident::new("__deltad_first", Span::mixed_site()),
+            Ident::new("__deltad_lane", Span::mixed_site()),
         );
-        let (before, after) = self.struct_passes(&grad, false);
-        let (count_of, unit, _) = self.result_seeds(&value, &k);
+        let values = self.struct_values();
+        let count_of = match self.signature.struct_output() {
+            Some(ty) => quote!(::deltad::__private::twin_leaf_count::<#prim, #ty>(&#value)),
+            None => quote!(::deltad::__private::ResultBuffer::elements(&#value).len()),
+        };
         let result = self.user_result(quote!(#value));
         let switch = choose.then(|| {
             let inputs = self.input_count();
@@ -780,34 +785,99 @@ impl Generator<'_> {
                 }
             }
         });
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let phantom = self
+            .no_active_params()
+            .then(|| quote!(__deltad_element: ::core::marker::PhantomData,));
+        // The rows `first..` of one chunk, on adjoints of a width.
+        let chunk = |width: Width| {
+            let dual = self.scalar_type(Scalar::Chunk(width));
+            let lanes = width.lanes();
+            let locals = self.dual_adjoint_locals(&dual);
+            let fields = self.dual_adjoint_fields(&dual, &quote!(tangents[#lane]));
+            let sinks = self.pass_sinks(Scalar::Chunk(width), &grad);
+            let seed = match self.signature.struct_output() {
+                Some(ty) => {
+                    quote!(::deltad::__private::twin_lane_seed::<#prim, #dual, #ty>(&#value, #first))
+                }
+                None => quote!(::deltad::__private::lane_seed::<#prim, #dual, _>(#count, #first)),
+            };
+            quote! {{
+                #(#locals)*
+                #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
+                for #lane in 0..::core::cmp::min(#lanes, #count - #first) {
+                    #rows.push(#grad { #(#fields,)* #phantom });
+                }
+            }}
+        };
+        let (full, half, quarter) = (
+            chunk(Width::Full),
+            chunk(Width::Half),
+            chunk(Width::Quarter),
+        );
         let (_, run) = self.with_stack(
             Scalar::Machine,
             quote! {
-                #before
+                #values
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);
                 let #count = #count_of;
                 #switch
-                // A copy of what the forward pass kept, in a second pooled
-                // stack.
-                ::deltad::__private::with_stack::<#prim, _>(|#kept| {
-                ::core::clone::Clone::clone_from(&mut *#kept, &*#stack);
                 let mut #rows = ::std::vec::Vec::with_capacity(#count);
-                for #k in 0..#count {
-                    if #k > 0 {
-                        ::core::clone::Clone::clone_from(&mut *#stack, &*#kept);
+                let mut __deltad_chunk = |#stack: &mut ::deltad::__private::Stack<#prim>, #first: usize| {
+                    if #count - #first > ::deltad::__private::HALF_CHUNK {
+                        #full
+                    } else if #count - #first > ::deltad::__private::QUARTER_CHUNK {
+                        #half
+                    } else {
+                        #quarter
                     }
-                    let mut #grad = #zero;
-                    #before
-                    let #seed = #unit;
-                    #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
-                    #after
-                    #rows.push(#grad);
+                };
+                if #count <= ::deltad::__private::CHUNK {
+                    __deltad_chunk(&mut *#stack, 0);
+                } else {
+                    // A copy of what the forward pass kept, in a second
+                    // pooled stack, for the chunks after the first.
+                    ::deltad::__private::with_stack::<#prim, _>(|#kept| {
+                        ::core::clone::Clone::clone_from(&mut *#kept, &*#stack);
+                        let mut #first = 0;
+                        while #first < #count {
+                            if #first > 0 {
+                                ::core::clone::Clone::clone_from(&mut *#stack, &*#kept);
+                            }
+                            __deltad_chunk(&mut *#stack, #first);
+                            #first += ::deltad::__private::CHUNK;
+                        }
+                    });
                 }
                 (#result, #rows)
-                })
             },
         );
         run
+    }
+
+    /// The parameters of user types as twins of machine floats, for the
+    /// passes on them (`twin_local`).
+    fn struct_values(&self) -> TokenStream {
+        let prim = &self.prim;
+        let values = self.signature.params.iter().filter_map(|param| {
+            let ParamKind::Structured { value, .. } = &param.kind else {
+                return None;
+            };
+            let (name, twin) = (&param.name, self.twin_local(&param.name));
+            Some(match crate::types::user_elements(&param.kind) {
+                Some(elem) => quote! {
+                    let #twin = ::deltad::__private::twins_of::<#prim, #elem>(&#name[..]);
+                },
+                None => {
+                    let borrowed = struct_ref(param);
+                    quote! {
+                        let #twin: ::deltad::__private::TwinOf<#value, #prim> =
+                            ::deltad::__private::twin_values::<#prim, #value>(#borrowed);
+                    }
+                }
+            })
+        });
+        quote!(#(#values)*)
     }
 
     /// `jvp`: the forward pass on dual numbers whose tangents come from
@@ -846,6 +916,108 @@ impl Generator<'_> {
         }
     }
 
+    /// Per differentiated parameter, a local of adjoints on `dual` (the
+    /// sinks `pass_sinks` gives a pass on a scalar other than the machine
+    /// float), zeros.
+    fn dual_adjoint_locals(&self, dual: &TokenStream) -> Vec<TokenStream> {
+        let zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
+        let mut locals = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let adjoint = self.dual_adjoint(name);
+            locals.push(match &param.kind {
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let elem = crate::types::user_elements(kind);
+                    quote! {
+                        let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #dual>> =
+                            ::deltad::__private::twins_zeros::<#dual, #elem>(&#name[..]);
+                    }
+                }
+                ParamKind::Structured { value, .. } => {
+                    let borrowed = struct_ref(param);
+                    quote! {
+                        let mut #adjoint: ::deltad::__private::TwinOf<#value, #dual> =
+                            ::deltad::__private::twin_zeros::<#dual, #value>(#borrowed);
+                    }
+                }
+                ParamKind::Real => quote!(let mut #adjoint: #dual = #zero;),
+                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
+                    quote!(let mut #adjoint: [#dual; #len] = [#zero; #len];)
+                }
+                kind if kind.is_active() => {
+                    quote!(let mut #adjoint: ::std::vec::Vec<#dual> = ::std::vec![#zero; #name.len()];)
+                }
+                _ => continue,
+            });
+        }
+        locals
+    }
+
+    /// The `Grad` fields of `part` (`value`, `tangent`, `tangents[lane]`) of
+    /// each dual adjoint in the locals of `dual_adjoint_locals`.
+    fn dual_adjoint_fields(&self, dual: &TokenStream, part: &TokenStream) -> Vec<TokenStream> {
+        let mut fields = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let adjoint = self.dual_adjoint(name);
+            fields.push(match &param.kind {
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let elem = crate::types::user_elements(kind);
+                    quote! {
+                        #name: ::deltad::__private::twins_gradient::<#dual, #elem>(
+                            &#adjoint,
+                            |__deltad_d| __deltad_d.#part,
+                        )
+                    }
+                }
+                ParamKind::Structured { value, .. } => quote! {
+                    #name: ::deltad::__private::twin_gradient::<#dual, #value>(
+                        &#adjoint,
+                        |__deltad_d| __deltad_d.#part,
+                    )
+                },
+                ParamKind::Real => quote!(#name: #adjoint.#part),
+                ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
+                    quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoint[__deltad_k].#part))
+                }
+                kind if kind.is_active() => {
+                    quote!(#name: #adjoint.iter().map(|__deltad_d| __deltad_d.#part).collect())
+                }
+                _ => continue,
+            });
+        }
+        fields
+    }
+
+    /// Pushes every dual adjoint real of the locals of `dual_adjoint_locals`
+    /// onto `__deltad_flat`, in leaf order.
+    fn dual_adjoint_leaves(&self, dual: &TokenStream) -> Vec<TokenStream> {
+        let mut flat = Vec::new();
+        for param in &self.signature.params {
+            let name = &param.name;
+            let adjoint = self.dual_adjoint(name);
+            flat.push(match &param.kind {
+                kind if crate::types::user_elements(kind).is_some() => {
+                    let elem = crate::types::user_elements(kind);
+                    quote! {
+                        for __deltad_e in &#adjoint {
+                            ::deltad::__private::twin_leaves::<#dual, #elem>(__deltad_e, &mut __deltad_flat);
+                        }
+                    }
+                }
+                ParamKind::Structured { value, .. } => quote! {
+                    ::deltad::__private::twin_leaves::<#dual, #value>(&#adjoint, &mut __deltad_flat);
+                },
+                ParamKind::Real => quote!(__deltad_flat.push(#adjoint);),
+                kind if kind.is_active() => {
+                    quote!(__deltad_flat.extend_from_slice(&#adjoint[..]);)
+                }
+                _ => continue,
+            });
+        }
+        flat
+    }
+
     /// One forward-over-reverse evaluation on `scalar` (`Dual` or
     /// `Chunk`) with tangents from the `TangentSeeds` local `seeds`: an
     /// expression `(Grad of the adjoints' values (the gradient), H·v)`,
@@ -863,89 +1035,19 @@ impl Generator<'_> {
             Scalar::Chunk(_) => quote!(tangents[__deltad_lane]),
             _ => quote!(tangent),
         };
-        let zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
         // The forward pass's value is not read: only the adjoint's.
         let (fwd, adj) = (
             Ident::new(FWD_UNVALUED_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
         );
         let inputs = self.compiled_dual_inputs(seeds, &dual);
-        let mut adjoints = Vec::new();
+        let adjoints = self.dual_adjoint_locals(&dual);
         // The `Grad` fields of the adjoints' tangents (H·v) and values (the
         // gradient).
-        let mut fields = Vec::new();
-        let mut value_fields = Vec::new();
+        let fields = self.dual_adjoint_fields(&dual, &tangent);
+        let value_fields = self.dual_adjoint_fields(&dual, &quote!(value));
         // Every adjoint real in leaf order, into `__deltad_flat` (`Trace`).
-        let mut flat = Vec::new();
-        for param in &self.signature.params {
-            let name = &param.name;
-            let adjoint = self.dual_adjoint(name);
-            match &param.kind {
-                kind if crate::types::user_elements(kind).is_some() => {
-                    let elem = crate::types::user_elements(kind);
-                    adjoints.push(quote! {
-                        let mut #adjoint: ::std::vec::Vec<::deltad::__private::TwinOf<#elem, #dual>> =
-                            ::deltad::__private::twins_zeros::<#dual, #elem>(&#name[..]);
-                    });
-                    let field = |part: TokenStream| {
-                        quote! {
-                            #name: ::deltad::__private::twins_gradient::<#dual, #elem>(
-                                &#adjoint,
-                                |__deltad_d| __deltad_d.#part,
-                            )
-                        }
-                    };
-                    fields.push(field(tangent.clone()));
-                    value_fields.push(field(quote!(value)));
-                    flat.push(quote! {
-                        for __deltad_e in &#adjoint {
-                            ::deltad::__private::twin_leaves::<#dual, #elem>(__deltad_e, &mut __deltad_flat);
-                        }
-                    });
-                }
-                ParamKind::Structured { value, .. } => {
-                    let borrowed = struct_ref(param);
-                    adjoints.push(quote! {
-                        let mut #adjoint: ::deltad::__private::TwinOf<#value, #dual> =
-                            ::deltad::__private::twin_zeros::<#dual, #value>(#borrowed);
-                    });
-                    let field = |part: TokenStream| {
-                        quote! {
-                            #name: ::deltad::__private::twin_gradient::<#dual, #value>(
-                                &#adjoint,
-                                |__deltad_d| __deltad_d.#part,
-                            )
-                        }
-                    };
-                    fields.push(field(tangent.clone()));
-                    value_fields.push(field(quote!(value)));
-                    flat.push(quote! {
-                        ::deltad::__private::twin_leaves::<#dual, #value>(&#adjoint, &mut __deltad_flat);
-                    });
-                }
-                ParamKind::Real => {
-                    adjoints.push(quote!(let mut #adjoint: #dual = #zero;));
-                    fields.push(quote!(#name: #adjoint.#tangent));
-                    value_fields.push(quote!(#name: #adjoint.value));
-                    flat.push(quote!(__deltad_flat.push(#adjoint);));
-                }
-                kind if kind.is_active() => {
-                    adjoints.push(quote!(let mut #adjoint: ::std::vec::Vec<#dual> = ::std::vec![#zero; #name.len()];));
-                    let field = |part: TokenStream| match kind {
-                        ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
-                            quote!(#name: ::core::array::from_fn(|__deltad_k| #adjoint[__deltad_k].#part))
-                        }
-                        _ => {
-                            quote!(#name: #adjoint.iter().map(|__deltad_d| __deltad_d.#part).collect())
-                        }
-                    };
-                    fields.push(field(tangent.clone()));
-                    value_fields.push(field(quote!(value)));
-                    flat.push(quote!(__deltad_flat.extend_from_slice(&#adjoint[..]);));
-                }
-                _ => {}
-            }
-        }
+        let flat = self.dual_adjoint_leaves(&dual);
         let grad = Ident::new(items::GRAD, Span::call_site());
         let grad_type = self.grad_type();
         let phantom = self

@@ -3,8 +3,9 @@
 //! * `jvps`: the derivative along many tangents; on the compiled path one
 //!   forward pass on `DualVec` per chunk of `CHUNK` tangents;
 //! * `jacobian_fwd`: the Jacobian by columns, chunks of unit tangents;
-//! * `jacobian_rev`: by rows, one reverse sweep per output real (the body
-//!   `wrappers.rs` makes);
+//! * `jacobian_rev`: by rows, one reverse sweep per chunk of `CHUNK` output
+//!   reals on the compiled path, their adjoints in the lanes of `DualVec`
+//!   (`compiled_wrappers.rs`), one per output real on the tape;
 //! * `jacobian`: forward chunks where the function has fewer input reals
 //!   than output reals, reverse sweeps otherwise (compiled path).
 //!

@@ -155,7 +155,8 @@ impl Generator<'_> {
                  (row i is the gradient of output real i).\n\n{rows_doc} Picks its mode: \
                  one forward pass on the machine float, then, if the output has more reals \
                  than the input, forward mode by chunks of 8 input reals (`jacobian_fwd`), \
-                 otherwise one reverse sweep per output real over what that pass kept \
+                 otherwise one reverse sweep per chunk of up to 8 output reals over what \
+                 that pass kept, their adjoints in the lanes of a `DualVec` \
                  (`jacobian_rev`)."
             )
         } else {
@@ -165,10 +166,16 @@ impl Generator<'_> {
                  pass, then one reverse sweep per output real (as `jacobian_rev`)."
             )
         };
+        let sweeps = if self.compiled.is_some() {
+            "one reverse sweep per chunk of up to 8 output reals (vector reverse mode: the \
+             adjoints of a chunk's outputs in the lanes of a `DualVec`, so the sweep's own \
+             work is shared by its rows)"
+        } else {
+            "one reverse sweep per output real"
+        };
         let jacobian_rev_doc = format!(
             "The Jacobian of `{fn_name}` by reverse mode, as `jacobian` returns it: one pass, \
-             then one reverse sweep per output real. The mode of choice when the output has \
-             fewer reals than the input."
+             then {sweeps}. The mode of choice when the output has fewer reals than the input."
         );
         let (vjp_body, jacobian_rev_body) = if self.compiled.is_some() {
             (

@@ -3,6 +3,7 @@
 //! and the conversions the wrappers need (dual results split into values
 //! and tangents, recorded results read and seeded on a tape).
 
+use super::cotangent::Cotangent;
 use crate::dual::Dual;
 use crate::dual_vec::DualVec;
 use crate::real::Real;
@@ -106,6 +107,16 @@ pub fn zeros<S: Scalar, B: ResultBuffer<S>>(len: usize) -> B {
 #[inline]
 pub fn unit_seed<S: Scalar, B: ResultBuffer<S>>(len: usize, k: usize) -> B {
     B::from_elements(len, |j| if j == k { S::one() } else { S::zero() })
+}
+
+/// The seeds of output reals `first..`, one per lane of the adjoints `A`
+/// (vector reverse mode): lane `j` of real `first + j` is 1, the rest 0.
+#[inline]
+pub fn lane_seed<S: Scalar, A: Cotangent<S>, B: ResultBuffer<A>>(len: usize, first: usize) -> B {
+    B::from_elements(len, |k| match k.checked_sub(first) {
+        Some(lane) if lane < A::LANES => A::from_lane(lane, S::one()),
+        _ => A::zero(),
+    })
 }
 
 /// The values and tangents of a buffer result computed on dual numbers

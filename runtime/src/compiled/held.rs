@@ -7,11 +7,12 @@
 
 use core::borrow::Borrow;
 
+use super::cotangent::Cotangent;
 use super::opaque::{buffer_dual, buffer_leaf_count, read_buffer_adjoint};
 use super::params::SliceSink;
 use super::structs::{
     read_twin_adjoint, seed_recorded_and_sweep, twin_of_recorded, twin_on_tape, twin_zeros_like,
-    Owned, TwinOf, TwinSink,
+    Active, Owned, TwinOf, TwinSink,
 };
 use crate::differentiable::{Differentiable, DualOf};
 use crate::scalar::Scalar;
@@ -167,50 +168,52 @@ where
     message = "this argument does not match the parameter of the called function",
     label = "the called function takes a `{V}` here"
 )]
-pub trait HeldSink<V: Differentiable<S::Prim>, S: Scalar, B> {
+pub trait HeldSink<V: Differentiable<S::Prim>, S: Scalar, A, B> {
     /// Reads the adjoints of the inputs `held`'s dual made (in leaf order)
-    /// and adds them in.
+    /// and adds them in (adjoints `A`, in the reader's lane).
     fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>);
 }
 
 /// [`HeldSink`] for the form `F` of `V`.
-pub trait HeldSinkAs<V: Differentiable<S::Prim>, S: Scalar, B, F> {
+pub trait HeldSinkAs<V: Differentiable<S::Prim>, S: Scalar, A, B, F> {
     /// See [`HeldSink::read`].
     fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>);
 }
 
 #[diagnostic::do_not_recommend]
-impl<V, S, B, K> HeldSink<V, S, B> for K
+impl<V, S, A, B, K> HeldSink<V, S, A, B> for K
 where
     V: Differentiable<S::Prim> + HeldAs,
     S: Scalar,
-    K: HeldSinkAs<V, S, B, V::Form>,
+    K: HeldSinkAs<V, S, A, B, V::Form>,
 {
     #[inline]
     fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
-        HeldSinkAs::<V, S, B, V::Form>::read(self, held, reader)
+        HeldSinkAs::<V, S, A, B, V::Form>::read(self, held, reader)
     }
 }
 
-impl<V, S, B, K> HeldSinkAs<V, S, B, AsTwin> for K
+impl<V, S, A, B, K> HeldSinkAs<V, S, A, B, AsTwin> for K
 where
     V: Differentiable<S::Prim>,
     S: Scalar,
+    A: Cotangent<S>,
     B: Borrow<TwinOf<V, S>>,
-    K: TwinSink<TwinOf<V, S>>,
+    K: TwinSink<TwinOf<V, A>>,
 {
     #[inline]
     fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
-        read_twin_adjoint::<S, V>(held.borrow(), reader, self);
+        read_twin_adjoint::<S, A, V>(held.borrow(), reader, self);
     }
 }
 
-impl<V, S, B, K> HeldSinkAs<V, S, B, AsBuffer> for K
+impl<V, S, A, B, K> HeldSinkAs<V, S, A, B, AsBuffer> for K
 where
     V: Differentiable<S::Prim>,
     S: Scalar,
+    A: Cotangent<S>,
     B: HeldValueAs<V, S, AsBuffer> + HeldLeaves<V, S>,
-    K: SliceSink<S>,
+    K: SliceSink<A>,
 {
     #[inline]
     fn read(&mut self, held: &B, reader: &mut GradReader<'_, S>) {
@@ -268,6 +271,44 @@ pub trait HeldResult<V: Differentiable<S::Prim>, S: Scalar> {
     fn held_zeros_like(like: &Self::Held) -> Self::Held;
 }
 
+/// A result held with adjoints `A` seen one lane at a time (a compiled
+/// caller's vector reverse mode, through a callee on the tape).
+pub trait HeldLanes<V: Differentiable<S::Prim>, S: Scalar, A: Cotangent<S>>:
+    HeldResult<V, S> + HeldResult<V, A>
+{
+    /// Adjoint `lane` of each real of `held`.
+    fn held_lane(
+        held: &<Self as HeldResult<V, A>>::Held,
+        lane: usize,
+    ) -> <Self as HeldResult<V, S>>::Held;
+    /// Adjoints shaped like `like`, every one 0.
+    fn held_adjoint_zeros(
+        like: &<Self as HeldResult<V, S>>::Held,
+    ) -> <Self as HeldResult<V, A>>::Held;
+}
+
+impl<V: Differentiable<S::Prim>, S: Scalar, A: Cotangent<S>> HeldLanes<V, S, A> for AsTwin {
+    #[inline]
+    fn held_lane(held: &TwinOf<V, A>, lane: usize) -> TwinOf<V, S> {
+        V::map_twin(held, &mut |leaf: &Active<A>| Active(leaf.0.lane(lane)))
+    }
+    #[inline]
+    fn held_adjoint_zeros(like: &TwinOf<V, S>) -> TwinOf<V, A> {
+        twin_zeros_like::<S, A, V>(like)
+    }
+}
+
+impl<V: Differentiable<S::Prim>, S: Scalar, A: Cotangent<S>> HeldLanes<V, S, A> for AsBuffer {
+    #[inline]
+    fn held_lane(held: &V::Twin<A>, lane: usize) -> V::Twin<S> {
+        V::map_twin(held, &mut |leaf: &A| leaf.lane(lane))
+    }
+    #[inline]
+    fn held_adjoint_zeros(like: &V::Twin<S>) -> V::Twin<A> {
+        V::map_twin(like, &mut |_: &S| A::zero())
+    }
+}
+
 impl<V: Differentiable<S::Prim>, S: Scalar> HeldResult<V, S> for AsTwin {
     type Held = TwinOf<V, S>;
     #[inline]
@@ -287,7 +328,7 @@ impl<V: Differentiable<S::Prim>, S: Scalar> HeldResult<V, S> for AsTwin {
     }
     #[inline]
     fn held_zeros_like(like: &TwinOf<V, S>) -> TwinOf<V, S> {
-        twin_zeros_like::<S, V>(like)
+        twin_zeros_like::<S, S, V>(like)
     }
 }
 

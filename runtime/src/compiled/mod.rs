@@ -22,6 +22,7 @@
 //! which the caller does not know) and through sinks, one per parameter.
 
 mod buffers;
+mod cotangent;
 mod held;
 mod opaque;
 mod params;
@@ -30,11 +31,12 @@ mod stack;
 mod structs;
 
 pub use buffers::{
-    buffer_lanes, buffer_part, lift_buffer, recorded_values, result_ids, seed_buffer_and_sweep,
-    seed_of, split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
+    buffer_lanes, buffer_part, lane_seed, lift_buffer, recorded_values, result_ids,
+    seed_buffer_and_sweep, seed_of, split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 
-pub use held::{AsBuffer, AsTwin, HeldAs, HeldResult, HeldSink, HeldValue};
+pub use cotangent::Cotangent;
+pub use held::{AsBuffer, AsTwin, HeldAs, HeldLanes, HeldResult, HeldSink, HeldValue};
 pub use opaque::{
     opaque_values, seed_opaque_and_sweep, ActiveArg, ConstantArg, OpaqueArg, OpaqueParam,
 };
@@ -53,9 +55,9 @@ pub(crate) use stack::{
 };
 pub use structs::{
     add_twin_gradient, adjoint_twins_of, leaf_constant, read_twin_adjoint, seed_recorded_and_sweep,
-    twin_duals, twin_gradient, twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded,
-    twin_of_value, twin_on_tape, twin_unit, twin_value, twin_values, twin_zeros, twin_zeros_like,
-    twins_gradient, twins_of, twins_values, twins_zeros, Active, CopyActive, CopyPlain,
-    FromConstant, LeafCopy, Owned, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam,
-    StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
+    twin_duals, twin_gradient, twin_lane_seed, twin_leaf_count, twin_leaves, twin_of_outputs,
+    twin_of_recorded, twin_of_value, twin_on_tape, twin_unit, twin_value, twin_values, twin_zeros,
+    twin_zeros_like, twins_gradient, twins_of, twins_values, twins_zeros, Active, CopyActive,
+    CopyPlain, FromConstant, LeafCopy, Owned, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg,
+    StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
 };

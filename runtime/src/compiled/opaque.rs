@@ -14,6 +14,7 @@
 use core::borrow::Borrow;
 use core::ops::Deref;
 
+use super::cotangent::Cotangent;
 use super::params::{PassActive, PassConstant, PassOwned, SliceSink};
 use crate::differentiable::{Differentiable, DualOf};
 use crate::real::Real;
@@ -91,7 +92,11 @@ pub trait OpaqueArg<V: Differentiable<S::Prim>, S: Scalar> {
         S: 't;
     /// Reads the adjoints of the inputs `dual` made (in leaf order) and adds
     /// them into `sink`.
-    fn read_adjoint(&self, reader: &mut GradReader<'_, S>, sink: &mut impl SliceSink<S>);
+    fn read_adjoint<A: Cotangent<S>>(
+        &self,
+        reader: &mut GradReader<'_, S>,
+        sink: &mut impl SliceSink<A>,
+    );
 }
 
 impl<V, S, T> OpaqueArg<V, S> for ActiveArg<T>
@@ -109,7 +114,11 @@ where
     }
 
     #[inline]
-    fn read_adjoint(&self, reader: &mut GradReader<'_, S>, sink: &mut impl SliceSink<S>) {
+    fn read_adjoint<A: Cotangent<S>>(
+        &self,
+        reader: &mut GradReader<'_, S>,
+        sink: &mut impl SliceSink<A>,
+    ) {
         read_buffer_adjoint(buffer_leaf_count::<V, S>(self.0.borrow()), reader, sink)
     }
 }
@@ -139,14 +148,14 @@ pub(super) fn buffer_leaf_count<V: Differentiable<S::Prim>, S: Scalar>(held: &V:
 }
 
 /// Adds the adjoints of the next `count` inputs into `sink`, element by
-/// element.
-pub(super) fn read_buffer_adjoint<S: Scalar>(
+/// element (in the reader's lane).
+pub(super) fn read_buffer_adjoint<S: Scalar, A: Cotangent<S>>(
     count: usize,
     reader: &mut GradReader<'_, S>,
-    sink: &mut impl SliceSink<S>,
+    sink: &mut impl SliceSink<A>,
 ) {
     for k in 0..count {
-        *sink.at(k) += reader.scalar();
+        *sink.at(k) += reader.cotangent::<A>();
     }
 }
 
@@ -165,7 +174,7 @@ where
     }
 
     #[inline]
-    fn read_adjoint(&self, _: &mut GradReader<'_, S>, _: &mut impl SliceSink<S>) {}
+    fn read_adjoint<A: Cotangent<S>>(&self, _: &mut GradReader<'_, S>, _: &mut impl SliceSink<A>) {}
 }
 
 impl<V, S, A> OpaqueArg<V, S> for &A
@@ -183,7 +192,11 @@ where
     }
 
     #[inline]
-    fn read_adjoint(&self, reader: &mut GradReader<'_, S>, sink: &mut impl SliceSink<S>) {
+    fn read_adjoint<C: Cotangent<S>>(
+        &self,
+        reader: &mut GradReader<'_, S>,
+        sink: &mut impl SliceSink<C>,
+    ) {
         (**self).read_adjoint(reader, sink)
     }
 }

@@ -20,6 +20,7 @@
 use std::fmt;
 use std::ops::Deref;
 
+use super::cotangent::Cotangent;
 use super::params::{Discard, PassActive, PassConstant, PassOwned};
 use crate::differentiable::Differentiable;
 use crate::forward::TangentSeeds;
@@ -265,6 +266,23 @@ pub fn twin_unit<S: Scalar, T: Differentiable<S::Prim>>(
     })
 }
 
+/// The seeds of the reals `first..` of a result of a user type, one per
+/// lane of the adjoints `A` (see `lane_seed`), shaped like `like`.
+pub fn twin_lane_seed<S: Scalar, A: Cotangent<S>, T: Differentiable<S::Prim>>(
+    like: &TwinOf<T, S>,
+    first: usize,
+) -> TwinOf<T, A> {
+    let mut index: usize = 0;
+    T::map_twin(like, &mut |_: &Active<S>| {
+        let leaf = match index.checked_sub(first) {
+            Some(lane) if lane < A::LANES => A::from_lane(lane, S::one()),
+            _ => A::zero(),
+        };
+        index += 1;
+        Active(leaf)
+    })
+}
+
 /// How many real leaves a twin has.
 pub fn twin_leaf_count<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> usize {
     let mut count = 0;
@@ -349,27 +367,31 @@ pub fn twin_on_tape<'t, S: Scalar, T: Differentiable<S::Prim>>(
 }
 
 /// Reads the adjoints of the inputs `twin_on_tape` made for `twin` (in leaf
-/// order) and adds them into the sink: the reader moves on whether or not
-/// the sink keeps them.
-pub fn read_twin_adjoint<S: Scalar, T: Differentiable<S::Prim>>(
+/// order) and adds them into the sink (a twin of adjoints `A`, in the
+/// reader's lane): the reader moves on whether or not the sink keeps them.
+pub fn read_twin_adjoint<S: Scalar, A: Cotangent<S>, T: Differentiable<S::Prim>>(
     twin: &TwinOf<T, S>,
     reader: &mut crate::wrapper::GradReader<'_, S>,
-    sink: &mut impl TwinSink<TwinOf<T, S>>,
+    sink: &mut impl TwinSink<TwinOf<T, A>>,
 ) {
     let mut adjoints = Vec::new();
-    let _ = T::map_twin(twin, &mut |_: &Active<S>| adjoints.push(reader.scalar()));
+    let _ = T::map_twin(twin, &mut |_: &Active<S>| {
+        adjoints.push(reader.cotangent::<A>())
+    });
     sink.with(|into| {
         let mut next = adjoints.into_iter();
-        *into = T::map_twin(into, &mut |leaf: &Active<S>| {
-            Active(leaf.0 + next.next().unwrap_or_else(S::zero))
+        *into = T::map_twin(into, &mut |leaf: &Active<A>| {
+            Active(leaf.0 + next.next().unwrap_or_else(A::zero))
         });
     });
 }
 
 /// A twin shaped like `twin` with every real 0.
 #[inline]
-pub fn twin_zeros_like<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) -> TwinOf<T, S> {
-    T::map_twin(twin, &mut |_: &Active<S>| Active(S::zero()))
+pub fn twin_zeros_like<S: Scalar, A: Cotangent<S>, T: Differentiable<S::Prim>>(
+    twin: &TwinOf<T, S>,
+) -> TwinOf<T, A> {
+    T::map_twin(twin, &mut |_: &Active<S>| Active(A::zero()))
 }
 
 /// The values of a twin's reals, in leaf order (the bridge's partials).

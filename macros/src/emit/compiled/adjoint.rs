@@ -24,7 +24,7 @@ use crate::ir::{
 
 impl Passes<'_> {
     pub(crate) fn adjoint_body(&self) -> TokenStream {
-        let s = &self.scalar;
+        let a = &self.cotangent;
         let out = names::out();
         let result_adjoint = self.adjoint(self.function.result);
         let adjoint_type = self.output_adjoint_type();
@@ -37,7 +37,7 @@ impl Passes<'_> {
                 let adjoint = self.adjoint(var);
                 let sink = sink(index);
                 params.push(
-                    quote!(let mut #adjoint: #s = (-<#s as ::deltad::__private::Scalar>::zero());),
+                    quote!(let mut #adjoint: #a = (-<#a as ::deltad::__private::Scalar>::zero());),
                 );
                 adds.push(quote!(::deltad::__private::ScalarSink::add(&mut #sink, #adjoint);));
             }
@@ -48,7 +48,7 @@ impl Passes<'_> {
         for var in self.active_fields().collect::<Vec<_>>() {
             let adjoint = self.adjoint(var);
             params.push(
-                quote!(let mut #adjoint: #s = (-<#s as ::deltad::__private::Scalar>::zero());),
+                quote!(let mut #adjoint: #a = (-<#a as ::deltad::__private::Scalar>::zero());),
             );
             let crate::ir::Origin::Field(id) = self.function.vars[var].origin else {
                 continue;
@@ -58,7 +58,7 @@ impl Passes<'_> {
                 let members = &self.function.fields[id].members;
                 let twin = names::ident("__deltad_twin");
                 field_adds[index].push(quote! {
-                    ::deltad::__private::RealLeaf::<#s>::accumulate(&mut #twin #(.#members)*, #adjoint);
+                    ::deltad::__private::RealLeaf::<#a>::accumulate(&mut #twin #(.#members)*, #adjoint);
                 });
             }
         }
@@ -107,7 +107,7 @@ impl Passes<'_> {
                 if self.active(var) {
                     let adjoint = self.adjoint(var);
                     params.push(quote! {
-                        let mut #adjoint: #s = ::deltad::__private::RealLeaf::<#s>::adjoint(&#out #(.#members)*);
+                        let mut #adjoint: #a = ::deltad::__private::RealLeaf::<#a>::adjoint(&#out #(.#members)*);
                     });
                 }
             }
@@ -171,8 +171,8 @@ impl Passes<'_> {
     /// `a` when `a` is `-0.0`). The `Grad`s users see start from `+0.0`, so
     /// an exactly zero derivative there is `+0.0`.
     pub(crate) fn zero(&self) -> TokenStream {
-        let s = &self.scalar;
-        quote!((-<#s as ::deltad::__private::Scalar>::zero()))
+        let a = &self.cotangent;
+        quote!((-<#a as ::deltad::__private::Scalar>::zero()))
     }
 
     /// The reverse of a block (nothing if it has no adjoint work).
@@ -204,9 +204,9 @@ impl Passes<'_> {
             if self.is_buffer(*var) || self.function.vars[*var].kind == VarKind::Struct {
                 adjoints.push(quote!(let mut #adjoint;));
             } else {
-                let s = &self.scalar;
+                let a = &self.cotangent;
                 let zero = self.zero();
-                adjoints.push(quote!(let mut #adjoint: #s = #zero;));
+                adjoints.push(quote!(let mut #adjoint: #a = #zero;));
             }
         }
         let depth = visible.len();
@@ -359,13 +359,14 @@ impl Passes<'_> {
                     let plain = self.plain_call(call, Side::Adjoint);
                     return quote!(let #name = #plain;);
                 }
+                let (s, a) = (&self.scalar, &self.cotangent);
                 let fwd = self.callee(&call.path, "__fwd");
                 let zeros_like = self.callee(&call.path, "__zeros_like");
                 let args = self.call_args(call, Side::Adjoint);
                 let adjoint = self.adjoint(var);
                 let storage = self
                     .useful(var)
-                    .then(|| quote!(#adjoint = #zeros_like(&#name);));
+                    .then(|| quote!(#adjoint = #zeros_like::<#s, #a>(&#name);));
                 quote! {
                     let #name = #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
                     #storage
@@ -703,11 +704,11 @@ impl Passes<'_> {
                 match new {
                     NewBuffer::Repeat { elem, .. } => {
                         if self.is_active(elem) {
-                            let s = &self.scalar;
+                            let a = &self.cotangent;
                             let total = format_ident!("__deltad_total", span = Span::mixed_site());
                             adjoint_expr.push(quote! {
-                                let #total: #s = #adjoint.iter().fold(
-                                    (-<#s as ::deltad::__private::Scalar>::zero()),
+                                let #total: #a = #adjoint.iter().fold(
+                                    (-<#a as ::deltad::__private::Scalar>::zero()),
                                     |__deltad_a, __deltad_b| __deltad_a + *__deltad_b,
                                 );
                             });
@@ -736,7 +737,7 @@ impl Passes<'_> {
     /// with the arguments it was called with and the sinks of the
     /// arguments' adjoints.
     pub(crate) fn rev_call(&self, call: &crate::ir::Call, adjoint: TokenStream) -> TokenStream {
-        let s = &self.scalar;
+        let (s, a) = (&self.scalar, &self.cotangent);
         let adj = self.callee(&call.path, "__adj");
         let args = self.call_args(call, Side::Adjoint);
         let stack = self.stack();
@@ -750,7 +751,7 @@ impl Passes<'_> {
                     // expression.
                     let local = format_ident!("__deltad_arg{}", i, span = Span::mixed_site());
                     let zero = self.zero();
-                    before.push(quote!(let mut #local: #s = #zero;));
+                    before.push(quote!(let mut #local: #a = #zero;));
                     sinks.push(quote!(&mut #local));
                     after.propagate(value, quote!(#local));
                 }
@@ -767,14 +768,14 @@ impl Passes<'_> {
                     let twin = self.twin_of_literal(value);
                     let ty = &value.path;
                     before.push(quote! {
-                        let mut #local = ::deltad::__private::twin_zeros_like::<#s, #ty>(&#twin);
+                        let mut #local = ::deltad::__private::twin_zeros_like::<#s, #a, #ty>(&#twin);
                     });
                     sinks.push(quote!(&mut #local));
                     for ((members, _), leaf) in value.leaves().into_iter().zip(leaves) {
                         if self.is_active(leaf) {
                             after.propagate(
                                 leaf,
-                                quote!(::deltad::__private::RealLeaf::<#s>::adjoint(&#local #(.#members)*)),
+                                quote!(::deltad::__private::RealLeaf::<#a>::adjoint(&#local #(.#members)*)),
                             );
                         }
                     }
@@ -800,7 +801,7 @@ impl Passes<'_> {
                         }
                     }
                 }
-                _ => sinks.push(quote!(::deltad::__private::Discard::<#s>::new())),
+                _ => sinks.push(quote!(::deltad::__private::Discard::<#a>::new())),
             }
         }
         let after = after.finish();
@@ -892,7 +893,7 @@ impl Passes<'_> {
             TokenStream::new()
         };
         let propagate = if self.useful(var) {
-            let s = &self.scalar;
+            let (s, a) = (&self.scalar, &self.cotangent);
             let t = format_ident!("__deltad_t", span = Span::mixed_site());
             // The partials kept for the value, popped after the restore.
             let (pops, kept) = match op {
@@ -905,17 +906,17 @@ impl Passes<'_> {
                     let zero = self.zero();
                     adjoint_expr.propagate(value, quote!(#t));
                     (
-                        quote!(let #t: #s = #target_adjoint; #target_adjoint = #zero;),
+                        quote!(let #t: #a = #target_adjoint; #target_adjoint = #zero;),
                         adjoint_expr.finish(),
                     )
                 }
                 AssignOp::Add => {
                     adjoint_expr.propagate(value, quote!(#t));
-                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
+                    (quote!(let #t: #a = #target_adjoint;), adjoint_expr.finish())
                 }
                 AssignOp::Sub => {
                     adjoint_expr.propagate(value, quote!((-#t)));
-                    (quote!(let #t: #s = #target_adjoint;), adjoint_expr.finish())
+                    (quote!(let #t: #a = #target_adjoint;), adjoint_expr.finish())
                 }
                 AssignOp::Mul | AssignOp::Div | AssignOp::Rem => {
                     // target = old ∘ value: the target's adjoint is scaled
@@ -946,7 +947,7 @@ impl Passes<'_> {
                         self.lift(quote!(#target))
                     };
                     (
-                        quote!(let #t: #s = #target_adjoint; let #old: #s = #old_value;),
+                        quote!(let #t: #a = #target_adjoint; let #old: #s = #old_value;),
                         adjoint_expr.finish(),
                     )
                 }

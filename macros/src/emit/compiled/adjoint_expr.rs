@@ -147,8 +147,8 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             return adjoint;
         }
         let local = self.fresh("a");
-        let s = &self.passes.scalar;
-        self.statements.push(quote!(let #local: #s = #adjoint;));
+        let a = &self.passes.cotangent;
+        self.statements.push(quote!(let #local: #a = #adjoint;));
         quote!(#local)
     }
 
@@ -171,9 +171,9 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 index,
                 members,
             } => {
-                let s = &passes.scalar;
+                let a = &passes.cotangent;
                 let target = passes.adjoint(*base);
-                let accumulate = quote!(::deltad::__private::RealLeaf::<#s>::accumulate);
+                let accumulate = quote!(::deltad::__private::RealLeaf::<#a>::accumulate);
                 match index {
                     Some(index) => {
                         let index = self.value_of(index);
@@ -230,9 +230,9 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             ExprKind::Arith(ArithOp::Div, a, b) => {
                 let vb = self.scalar_value_of(b);
                 let quotient = self.fresh("q");
-                let s = &passes.scalar;
+                let cotangent = &passes.cotangent;
                 self.statements
-                    .push(quote!(let #quotient: #s = #adjoint / #vb;));
+                    .push(quote!(let #quotient: #cotangent = #adjoint / #vb;));
                 if passes.is_active(a) {
                     self.propagate(a, quote!(#quotient));
                 }
@@ -274,14 +274,14 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
             ExprKind::Math { .. } => self.propagate_math(expr, adjoint),
             ExprKind::Primitive(primitive, buffers) => {
                 let adjoint = self.bind(adjoint);
-                let s = &passes.scalar;
+                let a = &passes.cotangent;
                 let mut sinks = Vec::new();
                 let mut slices = Vec::new();
                 for buffer in buffers {
                     let sink = if passes.active(buffer.var) {
                         passes.buffer_sink(buffer)
                     } else {
-                        quote!(::deltad::__private::Discard::<#s>::new())
+                        quote!(::deltad::__private::Discard::<#a>::new())
                     };
                     sinks.push(sink);
                     slices

@@ -59,6 +59,9 @@ pub(crate) struct Passes<'a> {
     pub signature: &'a Signature,
     /// The scalar type parameter.
     pub scalar: Ident,
+    /// The adjoints' type parameter: the scalar itself, or several adjoints
+    /// at once (vector reverse mode, `Cotangent`).
+    pub cotangent: Ident,
     /// The machine float.
     pub prim: Ident,
     /// True while emitting a loop that reserved room for its pushes
@@ -125,6 +128,7 @@ impl<'a> Passes<'a> {
             analysis: &compiled.analysis,
             signature,
             scalar: Ident::new("__DeltadS", Span::call_site()),
+            cotangent: Ident::new("__DeltadA", Span::call_site()),
             prim: signature.precision.ident(Span::call_site()),
             in_room: std::cell::Cell::new(false),
             promoted: std::cell::RefCell::new(Vec::new()),
@@ -202,21 +206,25 @@ impl<'a> Passes<'a> {
     /// The type of the forward pass's result: `S`, or `Vec<S>` / `[S; N]`
     /// for a buffer result.
     pub(crate) fn output_type(&self) -> TokenStream {
-        let s = &self.scalar;
-        if let Some(ty) = self.signature.struct_output() {
-            return self.twin_type(ty);
-        }
-        match self.signature.buffer_output() {
-            None => quote!(#s),
-            Some(crate::signature::BufferOutput::Vec) => quote!(::std::vec::Vec<#s>),
-            Some(crate::signature::BufferOutput::Array(len)) => quote!([#s; #len]),
-        }
+        self.result_of(&self.scalar)
     }
 
     /// The type of the adjoint of the result the adjoint takes: the
-    /// result's type.
+    /// result's type, of adjoints.
     pub(crate) fn output_adjoint_type(&self) -> TokenStream {
-        self.output_type()
+        self.result_of(&self.cotangent)
+    }
+
+    /// The result's type with reals of type `real`.
+    fn result_of(&self, real: &Ident) -> TokenStream {
+        if let Some(ty) = self.signature.struct_output() {
+            return twin_of(ty, real);
+        }
+        match self.signature.buffer_output() {
+            None => quote!(#real),
+            Some(crate::signature::BufferOutput::Vec) => quote!(::std::vec::Vec<#real>),
+            Some(crate::signature::BufferOutput::Array(len)) => quote!([#real; #len]),
+        }
     }
 
     /// The compiled passes' parameter list: differentiated reals as `S`,
@@ -261,8 +269,12 @@ impl<'a> Passes<'a> {
 
     /// The twin type of a value of the user type `ty` in the passes.
     pub(crate) fn twin_type(&self, ty: &syn::Type) -> TokenStream {
-        let s = &self.scalar;
-        quote!(::deltad::__private::TwinOf<#ty, #s>)
+        twin_of(ty, &self.scalar)
+    }
+
+    /// The twin type of the adjoints of a value of the user type `ty`.
+    pub(crate) fn adjoint_twin_type(&self, ty: &syn::Type) -> TokenStream {
+        twin_of(ty, &self.cotangent)
     }
 
     /// The type parameters through which the passes take parameters of
@@ -334,7 +346,7 @@ impl<'a> Passes<'a> {
     /// The passes' items (`__deltad_fwd`, `__deltad_adj`, the consts
     /// saying what the forward pass keeps), and what it keeps.
     pub(crate) fn items(&self) -> (TokenStream, Keeps) {
-        let s = &self.scalar;
+        let (s, a) = (&self.scalar, &self.cotangent);
         let prim = &self.prim;
         let params = self.params();
         let mut generics = self.user_generics();
@@ -365,17 +377,17 @@ impl<'a> Passes<'a> {
             .iter()
             .zip(&sink_types)
             .map(|(param, ty)| match &param.kind {
-                ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#s>),
+                ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#a>),
                 kind if crate::types::user_elements(kind).is_some() => {
                     let elem = crate::types::user_elements(kind);
-                    let twin = self.twin_type(elem.expect("a buffer of a user type"));
+                    let twin = self.adjoint_twin_type(elem.expect("a buffer of a user type"));
                     quote!(#ty: ::deltad::__private::TwinsSink<#twin>)
                 }
                 ParamKind::Structured { value, .. } => {
-                    let twin = self.twin_type(value);
+                    let twin = self.adjoint_twin_type(value);
                     quote!(#ty: ::deltad::__private::TwinSink<#twin>)
                 }
-                kind if kind.is_active() => quote!(#ty: ::deltad::__private::SliceSink<#s>),
+                kind if kind.is_active() => quote!(#ty: ::deltad::__private::SliceSink<#a>),
                 _ => quote!(#ty),
             });
         let sinks = sink_types.iter().enumerate().map(|(i, ty)| {
@@ -451,7 +463,7 @@ impl<'a> Passes<'a> {
             #[doc(hidden)]
             #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
-            pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #(#sink_bounds),*>(
+            pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
                 #(#params,)*
                 #out: #output_adjoint,
@@ -544,19 +556,24 @@ impl<'a> Passes<'a> {
             Some(ty) => quote! {
                 #[doc(hidden)]
                 pub type __DeltadOut<S> = <<#ty as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#ty, S>>::Held;
-                /// A result shaped like `like` with every real 0 (the
-                /// adjoint a caller of the compiled passes adds into).
+                /// Adjoints `A` shaped like the result `like`, every one 0
+                /// (the adjoint a caller of the compiled passes adds into).
                 #[doc(hidden)]
                 #[inline]
-                pub fn __deltad_zeros_like<S: ::deltad::__private::Scalar<Prim = #prim>>(
+                pub fn __deltad_zeros_like<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>>(
                     like: &__DeltadOut<S>,
-                ) -> __DeltadOut<S> {
-                    <<#ty as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldResult<#ty, S>>::held_zeros_like(like)
+                ) -> __DeltadOut<A> {
+                    <<#ty as ::deltad::__private::HeldAs>::Form as ::deltad::__private::HeldLanes<#ty, S, A>>::held_adjoint_zeros(like)
                 }
             },
             None => TokenStream::new(),
         }
     }
+}
+
+/// The twin of the user type `ty` with reals of type `real`.
+fn twin_of(ty: &syn::Type, real: &Ident) -> TokenStream {
+    quote!(::deltad::__private::TwinOf<#ty, #real>)
 }
 
 /// The type parameter through which the passes take parameter `index`, of

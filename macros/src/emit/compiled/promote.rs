@@ -128,8 +128,8 @@ impl Passes<'_> {
     }
 
     fn zero_local(&self, local: &Ident) -> TokenStream {
-        let s = &self.scalar;
-        quote!(let mut #local: #s = (-<#s as ::deltad::__private::Scalar>::zero());)
+        let a = &self.cotangent;
+        quote!(let mut #local: #a = (-<#a as ::deltad::__private::Scalar>::zero());)
     }
 
     /// Emits the reverse of `block` with `body`, the element adjoints that
@@ -264,7 +264,7 @@ impl Passes<'_> {
             let offset = window.first + lead as i64;
             let at = offset_index(quote!(#index), offset);
             each.push(self.flush(window.var, at, &window.locals[lead], window.certain[lead]));
-            let s = &self.scalar;
+            let a = &self.cotangent;
             let shifted: Vec<TokenStream> = if descending {
                 (1..n)
                     .rev()
@@ -284,7 +284,7 @@ impl Passes<'_> {
             let emptied = &window.locals[if descending { 0 } else { n - 1 }];
             each.push(quote! {
                 #(#shifted)*
-                #emptied = (-<#s as ::deltad::__private::Scalar>::zero());
+                #emptied = (-<#a as ::deltad::__private::Scalar>::zero());
             });
             // After the last iteration `last`, local k holds the element
             // the iteration before it would have had at offset k: shifted

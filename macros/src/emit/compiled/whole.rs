@@ -187,8 +187,8 @@ impl Passes<'_> {
                 quote!([#zero; #len])
             }
             Some(ExprKind::Call(call)) => {
-                let (s, path) = (&self.scalar, &call.path);
-                quote!(::deltad::__private::zeros::<#s, #path::__Out<#s>>(#len))
+                let (a, path) = (&self.cotangent, &call.path);
+                quote!(::deltad::__private::zeros::<#a, #path::__Out<#a>>(#len))
             }
             _ => quote!(::std::vec![#zero; #len]),
         }
@@ -229,7 +229,7 @@ impl Passes<'_> {
         if !self.useful(var) {
             return quote!({ #restore });
         }
-        let s = &self.scalar;
+        let a = &self.cotangent;
         let mut give = self.give_adjoint(value, quote!(#taken), &taken);
         // The result is assigned where the function returns, so its
         // assignment is the first the adjoint runs back: every adjoint is
@@ -271,7 +271,7 @@ impl Passes<'_> {
         } else {
             quote!(::core::mem::replace(
                 &mut #adjoint,
-                ::deltad::__private::zeros::<#s, _>(#old_length),
+                ::deltad::__private::zeros::<#a, _>(#old_length),
             ))
         };
         quote!({
@@ -354,11 +354,11 @@ impl Passes<'_> {
                 let mut adjoint_expr = ExprAdjoint::new(self);
                 match new {
                     NewBuffer::Repeat { elem, .. } => {
-                        let s = &self.scalar;
+                        let a = &self.cotangent;
                         let total = format_ident!("__deltad_total", span = Span::mixed_site());
                         adjoint_expr.push(quote! {
-                            let #total: #s = #local.iter().fold(
-                                (-<#s as ::deltad::__private::Scalar>::zero()),
+                            let #total: #a = #local.iter().fold(
+                                (-<#a as ::deltad::__private::Scalar>::zero()),
                                 |__deltad_a, __deltad_b| __deltad_a + *__deltad_b,
                             );
                         });
