@@ -8,7 +8,7 @@ use crate::ast::*;
 pub fn program(p: &Program) -> String {
     let mut w = Writer::default();
     w.line("#![allow(unused, unreachable_code, clippy::all)]");
-    w.line("use crate::check::{check_chunks, check_point, Outcome, Rng};");
+    w.line("use crate::check::{check_chunks, check_point, check_rows, Outcome, Rng};");
     w.line("use deltad::differentiate;");
     if p.uses_struct {
         w.line("use deltad::Differentiable;");
@@ -36,6 +36,8 @@ pub fn program(p: &Program) -> String {
     }
     w.indent -= 1;
     w.line("}");
+    w.line("");
+    paired(&mut w, p.entry());
     w.line("");
     let derivatives_inside = ["::grad(", "::value_and_grad(", "::vjp(", "::jvp("]
         .iter()
@@ -97,6 +99,24 @@ fn param_decl(p: &Param) -> String {
         ParamTy::Structs(_) => format!("{}: &[Pt]", p.name),
         ParamTy::Array(n) => format!("{}: [f64; {n}]", p.name),
     }
+}
+
+/// `paired`: the entry's value and twice it, a function of two outputs
+/// whose Jacobian (`jacobian_rev`) runs the entry's adjoint once on two
+/// lanes of adjoints (vector reverse mode), through every callee.
+fn paired(w: &mut Writer, f: &Func) {
+    let params: Vec<String> = f.params.iter().map(param_decl).collect();
+    let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+    w.line("#[differentiate]");
+    w.line(&format!(
+        "pub fn paired({}) -> [f64; 2] {{",
+        params.join(", ")
+    ));
+    w.indent += 1;
+    w.line(&format!("let v = {}({});", f.name, names.join(", ")));
+    w.line("[v, 2.0 * v]");
+    w.indent -= 1;
+    w.line("}");
 }
 
 fn func(w: &mut Writer, f: &Func, attribute: &str) {
@@ -623,6 +643,10 @@ fn run(w: &mut Writer, f: &Func, derivatives_inside: bool) {
             "let {prefix}sparse_hessian = |p: &[f64]| {{ let pattern = {module}{name}::hessian_pattern({args}); let h = {module}{name}::sparse_hessian({args}, &pattern); (h.to_dense(), (0..pattern.nrows()).map(|i| pattern.row(i).to_vec()).collect::<Vec<Vec<usize>>>()) }};"
         ));
     }
+    w.line(&format!(
+        "let paired = |p: &[f64]| {{ let (v, rows) = paired::jacobian_rev({args}); (v, rows.into_iter().map(|g: paired::Grad| {{ let mut flat: Vec<f64> = Vec::new(); {} flat }}).collect::<Vec<Vec<f64>>>()) }};",
+        flatten.join(" ")
+    ));
     w.line("let failures = out.failures.len();");
     w.line(
         "check_point(&x, &eval, &value_and_grad, &grad, &tape_value_and_grad, &jvp, &vjp, &hvp, &tape_hvp, &mut rng, out);",
@@ -630,6 +654,7 @@ fn run(w: &mut Writer, f: &Func, derivatives_inside: bool) {
     w.line(
         "if out.failures.len() == failures { check_chunks(&x, &eval, &value_and_grad, &jvp, &jvps, &hvp, &hvps, &jacobian_fwd, &sparse, &tape_sparse, &sparse_hessian, &tape_sparse_hessian, &mut rng, out); }",
     );
+    w.line("if out.failures.len() == failures { check_rows(&x, &eval, &value_and_grad, &paired, out); }");
     w.indent -= 1;
     w.line("}");
     w.indent -= 1;

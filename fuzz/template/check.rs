@@ -411,6 +411,47 @@ pub fn check_chunks(
     }
 }
 
+/// Vector reverse mode against the gradient `check_point` has checked: the
+/// Jacobian of `paired` (the function's value and twice it) takes one
+/// sweep of the function's adjoint on two lanes of adjoints, seeded 1 and
+/// 2; its rows are the gradient and twice it. (Doubling is exact in
+/// floating point, so the lanes run the same operations as one adjoint;
+/// the gradient may come from forward mode or another order of the same
+/// sums: 1e-9 relative to max(1, |component|), as `check_point`'s engine
+/// comparison.)
+pub fn check_rows(
+    x: &[f64],
+    eval: &dyn Fn(&[f64]) -> f64,
+    value_and_grad: &dyn Fn(&[f64]) -> (f64, Vec<f64>),
+    paired: &dyn Fn(&[f64]) -> ([f64; 2], Vec<Vec<f64>>),
+    out: &mut Outcome,
+) {
+    let value = eval(x);
+    if !value.is_finite() || value.abs() > RANGE {
+        return;
+    }
+    let (_, g) = value_and_grad(x);
+    let (v, rows) = paired(x);
+    let exact = if out.derivatives_inside { 1e-9 } else { 0.0 };
+    if disagreement(&v, &[value, 2.0 * value], exact).is_some() || rows.len() != 2 {
+        out.failures.push(format!(
+            "jacobian_rev (two lanes): value {v:?} (the function {value:e}), {} rows at x = {x:?}",
+            rows.len()
+        ));
+        return;
+    }
+    let twice: Vec<f64> = g.iter().map(|d| 2.0 * d).collect();
+    for (row, reference, what) in [(&rows[0], &g, "the gradient"), (&rows[1], &twice, "twice the gradient")] {
+        if let Some(i) = disagreement(row, reference, 1e-9) {
+            out.failures.push(format!(
+                "jacobian_rev (two lanes): component {i}: {:e}, {what} {:e} at x = {x:?}",
+                row[i], reference[i]
+            ));
+            return;
+        }
+    }
+}
+
 /// The first component where `actual` and `reference` (one engine's and
 /// the other's, or two paths of one engine) differ by more than `relative`
 /// of max(1, |reference|) (equal values and two NaNs agree; with 0, only
