@@ -153,32 +153,6 @@ impl<S: Scalar, const N: usize> Div for DualVec<S, N> {
     }
 }
 
-/// A product with a scalar of the level below, as a partial scales `N`
-/// adjoints at once (vector reverse mode, see `Cotangent`): each lane
-/// scaled, a zero lane staying zero.
-impl<S: Scalar, const N: usize> Mul<S> for DualVec<S, N> {
-    type Output = Self;
-    #[inline(always)]
-    fn mul(self, rhs: S) -> Self {
-        DualVec {
-            value: self.value * rhs,
-            tangents: scaled(rhs, &self.tangents),
-        }
-    }
-}
-
-/// A quotient by a scalar of the level below, lane by lane.
-impl<S: Scalar, const N: usize> Div<S> for DualVec<S, N> {
-    type Output = Self;
-    #[inline(always)]
-    fn div(self, rhs: S) -> Self {
-        DualVec {
-            value: self.value / rhs,
-            tangents: core::array::from_fn(|k| self.tangents[k] / rhs),
-        }
-    }
-}
-
 impl<S: Scalar, const N: usize> Rem for DualVec<S, N> {
     type Output = Self;
     #[inline(always)]

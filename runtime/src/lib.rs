@@ -150,9 +150,10 @@ pub mod __private {
         machine_value, opaque_values, recorded_values, result_ids, seed_buffer_and_sweep, seed_of,
         seed_opaque_and_sweep, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
         ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Cotangent, Discard, HeldAs,
-        HeldLanes, HeldResult, HeldSink, HeldValue, KeptWhole, LiftBuffer, NoRecord, OpaqueArg,
-        OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam, RealParam, Record, Reserved,
-        ResultBuffer, ResultUse, ScalarSink, SliceParam, SliceSink, Stack, Unvalued, Valued,
+        HeldLanes, HeldResult, HeldSink, HeldValue, KeptWhole, Lanes, LiftBuffer, NoRecord,
+        OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam, RealParam, Record,
+        Reserved, ResultBuffer, ResultUse, ScalarSink, SliceParam, SliceSink, Stack, Unvalued,
+        Valued,
     };
     pub use crate::compiled_call::{
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,

@@ -37,6 +37,9 @@ pub(super) enum Scalar {
     Dual,
     /// Dual numbers with a chunk of tangents (`DualVec`), of a width.
     Chunk(Width),
+    /// The adjoints of vector reverse mode (`Lanes`), of a width: only the
+    /// adjoints' type, the values stay on the machine float.
+    Lanes(Width),
     /// Values with the set of inputs they depend on (`Tracer`).
     Trace,
 }
@@ -80,6 +83,10 @@ impl Generator<'_> {
             Scalar::Chunk(width) => {
                 let lanes = width.lanes();
                 quote!(::deltad::__private::DualVec<#prim, { #lanes }>)
+            }
+            Scalar::Lanes(width) => {
+                let lanes = width.lanes();
+                quote!(::deltad::__private::Lanes<#prim, { #lanes }>)
             }
             Scalar::Trace => quote!(::deltad::__private::Tracer<#prim>),
         }
@@ -739,7 +746,7 @@ impl Generator<'_> {
 
     /// `jacobian` on the compiled path: one forward pass, then one reverse
     /// sweep per chunk of up to `CHUNK` output reals, their adjoints in the
-    /// lanes of a `DualVec` (vector reverse mode: what the sweep evaluates
+    /// lanes of a `Lanes` (vector reverse mode: what the sweep evaluates
     /// again, its partials and the values it pops are shared by the rows of
     /// a chunk), each from a copy of what the forward pass kept; with
     /// `choose`, forward chunks (`jacobian_fwd`) instead where the output
@@ -791,11 +798,11 @@ impl Generator<'_> {
             .then(|| quote!(__deltad_element: ::core::marker::PhantomData,));
         // The rows `first..` of one chunk, on adjoints of a width.
         let chunk = |width: Width| {
-            let dual = self.scalar_type(Scalar::Chunk(width));
+            let dual = self.scalar_type(Scalar::Lanes(width));
             let lanes = width.lanes();
             let locals = self.dual_adjoint_locals(&dual);
-            let fields = self.dual_adjoint_fields(&dual, &quote!(tangents[#lane]));
-            let sinks = self.pass_sinks(Scalar::Chunk(width), &grad);
+            let fields = self.dual_adjoint_fields(&dual, &quote!(0[#lane]));
+            let sinks = self.pass_sinks(Scalar::Lanes(width), &grad);
             let seed = match self.signature.struct_output() {
                 Some(ty) => {
                     quote!(::deltad::__private::twin_lane_seed::<#prim, #dual, #ty>(&#value, #first))

@@ -4,7 +4,7 @@
 //!   forward pass on `DualVec` per chunk of `CHUNK` tangents;
 //! * `jacobian_fwd`: the Jacobian by columns, chunks of unit tangents;
 //! * `jacobian_rev`: by rows, one reverse sweep per chunk of `CHUNK` output
-//!   reals on the compiled path, their adjoints in the lanes of `DualVec`
+//!   reals on the compiled path, their adjoints the lanes of `Lanes`
 //!   (`compiled_wrappers.rs`), one per output real on the tape;
 //! * `jacobian`: forward chunks where the function has fewer input reals
 //!   than output reals, reverse sweeps otherwise (compiled path).

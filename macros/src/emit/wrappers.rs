@@ -156,7 +156,7 @@ impl Generator<'_> {
                  one forward pass on the machine float, then, if the output has more reals \
                  than the input, forward mode by chunks of 8 input reals (`jacobian_fwd`), \
                  otherwise one reverse sweep per chunk of up to 8 output reals over what \
-                 that pass kept, their adjoints in the lanes of a `DualVec` \
+                 that pass kept, their adjoints carried together as lanes \
                  (`jacobian_rev`)."
             )
         } else {
@@ -168,7 +168,7 @@ impl Generator<'_> {
         };
         let sweeps = if self.compiled.is_some() {
             "one reverse sweep per chunk of up to 8 output reals (vector reverse mode: the \
-             adjoints of a chunk's outputs in the lanes of a `DualVec`, so the sweep's own \
+             adjoints of a chunk's outputs carried together as lanes, so the sweep's own \
              work is shared by its rows)"
         } else {
             "one reverse sweep per output real"

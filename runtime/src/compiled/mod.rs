@@ -35,7 +35,7 @@ pub use buffers::{
     seed_buffer_and_sweep, seed_of, split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 
-pub use cotangent::Cotangent;
+pub use cotangent::{Cotangent, Lanes};
 pub use held::{AsBuffer, AsTwin, HeldAs, HeldLanes, HeldResult, HeldSink, HeldValue};
 pub use opaque::{
     opaque_values, seed_opaque_and_sweep, ActiveArg, ConstantArg, OpaqueArg, OpaqueParam,
