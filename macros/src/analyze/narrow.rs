@@ -1,7 +1,8 @@
 //! The buffers a `for` loop over a range reads and writes only at its
 //! variable (`b[i]`, never `b[i + 1]`, `b.len()` or `b` whole), at least
 //! once in every iteration (a statement of the body itself, not inside a
-//! branch, in a body no `continue` leaves early).
+//! branch, in a body no `continue` leaves early, whose loop variable is never
+//! assigned).
 //!
 //! Every iteration of the forward pass indexed such a buffer at `i`, so
 //! its length is past the range's end: the adjoint can narrow it (and its
@@ -24,11 +25,16 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
     let mut at_index: Vec<VarId> = Vec::new();
     let mut elsewhere: Vec<VarId> = Vec::new();
     let mut written: Vec<VarId> = Vec::new();
-    let mut early = false;
+    let mut refused = false;
     let is_index = |e: &crate::ir::Expr| matches!(e.kind, ExprKind::Var(v) if v == index);
     body.each_stmt(&mut |stmt| {
         match &stmt.kind {
-            StmtKind::Continue { target } if *target == id => early = true,
+            StmtKind::Continue { target } if *target == id => refused = true,
+            // (The loop variable assigned: no index is known.)
+            StmtKind::Assign {
+                place: Place::Var(var),
+                ..
+            } if *var == index => refused = true,
             StmtKind::Assign { place, .. } => match place {
                 Place::Elem(var, at) if is_index(at) => {
                     at_index.push(*var);
@@ -60,7 +66,7 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
             })
         });
     });
-    if early || written_var(body, index) {
+    if refused {
         return Vec::new();
     }
     // Indexed in every iteration: by a statement of the body itself.
@@ -99,13 +105,4 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
         });
     }
     indexed
-}
-
-/// True if `body` assigns `var` itself.
-fn written_var(body: &Block, var: VarId) -> bool {
-    let mut found = false;
-    body.each_stmt(&mut |stmt| {
-        found |= matches!(&stmt.kind, StmtKind::Assign { place: Place::Var(v), .. } if *v == var)
-    });
-    found
 }

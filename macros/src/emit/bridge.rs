@@ -322,13 +322,7 @@ impl Generator<'_> {
                     BufferOutput::Vec => quote!(::std::vec::Vec<#a>),
                     BufferOutput::Array(len) => quote!([#a; #len]),
                 },
-                quote! {
-                    let __deltad_seed: ::std::vec::Vec<#s> = #out
-                        .iter()
-                        .map(|__deltad_a| ::deltad::__private::Cotangent::<#s>::lane(*__deltad_a, #lane))
-                        .collect();
-                    ::deltad::__private::seed_buffer_and_sweep(#tape, &__deltad_output, &__deltad_seed[..], #adjoints);
-                },
+                quote!(::deltad::__private::seed_buffer_and_sweep(#tape, &__deltad_output, &#out[..], #lane, #adjoints);),
             ),
         };
         let value = match self.signature.buffer_output() {

@@ -364,13 +364,13 @@ impl Generator<'_> {
             };
             let name = &param.name;
             let (twin, adjoint) = (self.twin_local(name), self.twin_adjoint_local(name));
+            before.push(self.struct_value(param, value));
             if let Some(elem) = crate::types::user_elements(&param.kind) {
                 // The values themselves read as twins, and the gradient's
                 // values written as twins, where the type is laid out as
                 // its twin (else copies, in buffers the thread keeps for
                 // the next call).
                 before.push(quote! {
-                    let #twin = ::deltad::__private::twins_of::<#prim, #elem>(&#name[..]);
                     let mut #adjoint = ::deltad::__private::adjoint_twins_of::<#prim, #elem>(
                         &mut #grad.#name, &#name[..], #accumulate,
                     );
@@ -383,8 +383,6 @@ impl Generator<'_> {
             }
             let borrowed = struct_ref(param);
             before.push(quote! {
-                let #twin: ::deltad::__private::TwinOf<#value, #prim> =
-                    ::deltad::__private::twin_values::<#prim, #value>(#borrowed);
                 let mut #adjoint: ::deltad::__private::TwinOf<#value, #prim> =
                     ::deltad::__private::twin_zeros::<#prim, #value>(#borrowed);
             });
@@ -778,10 +776,7 @@ impl Generator<'_> {
             Ident::new("__deltad_lane", Span::mixed_site()),
         );
         let values = self.struct_values();
-        let count_of = match self.signature.struct_output() {
-            Some(ty) => quote!(::deltad::__private::twin_leaf_count::<#prim, #ty>(&#value)),
-            None => quote!(::deltad::__private::ResultBuffer::elements(&#value).len()),
-        };
+        let (count_of, _, _) = self.result_seeds(&value, &first);
         let result = self.user_result(quote!(#value));
         let switch = choose.then(|| {
             let inputs = self.input_count();
@@ -865,26 +860,35 @@ impl Generator<'_> {
     /// The parameters of user types as twins of machine floats, for the
     /// passes on them (`twin_local`).
     fn struct_values(&self) -> TokenStream {
-        let prim = &self.prim;
-        let values = self.signature.params.iter().filter_map(|param| {
-            let ParamKind::Structured { value, .. } = &param.kind else {
-                return None;
-            };
-            let (name, twin) = (&param.name, self.twin_local(&param.name));
-            Some(match crate::types::user_elements(&param.kind) {
-                Some(elem) => quote! {
-                    let #twin = ::deltad::__private::twins_of::<#prim, #elem>(&#name[..]);
-                },
-                None => {
-                    let borrowed = struct_ref(param);
-                    quote! {
-                        let #twin: ::deltad::__private::TwinOf<#value, #prim> =
-                            ::deltad::__private::twin_values::<#prim, #value>(#borrowed);
-                    }
-                }
-            })
-        });
+        let values = self
+            .signature
+            .params
+            .iter()
+            .filter_map(|param| match &param.kind {
+                ParamKind::Structured { value, .. } => Some(self.struct_value(param, value)),
+                _ => None,
+            });
         quote!(#(#values)*)
+    }
+
+    /// A parameter of the user type `value` (or a buffer of them) as its
+    /// twin of machine floats, in `twin_local`: the values themselves where
+    /// a buffer's type is laid out as its twin.
+    fn struct_value(&self, param: &crate::signature::Param, value: &syn::Type) -> TokenStream {
+        let prim = &self.prim;
+        let (name, twin) = (&param.name, self.twin_local(&param.name));
+        match crate::types::user_elements(&param.kind) {
+            Some(elem) => quote! {
+                let #twin = ::deltad::__private::twins_of::<#prim, #elem>(&#name[..]);
+            },
+            None => {
+                let borrowed = struct_ref(param);
+                quote! {
+                    let #twin: ::deltad::__private::TwinOf<#value, #prim> =
+                        ::deltad::__private::twin_values::<#prim, #value>(#borrowed);
+                }
+            }
+        }
     }
 
     /// `jvp`: the forward pass on dual numbers whose tangents come from

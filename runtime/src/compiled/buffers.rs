@@ -103,10 +103,11 @@ pub fn zeros<S: Scalar, B: ResultBuffer<S>>(len: usize) -> B {
     B::from_elements(len, |_| -S::zero())
 }
 
-/// The seed of output real `k` of `len`: 1 there, 0 elsewhere.
+/// The seed of output real `k` of `len`: 1 there, 0 elsewhere (the
+/// one-lane `lane_seed`).
 #[inline]
 pub fn unit_seed<S: Scalar, B: ResultBuffer<S>>(len: usize, k: usize) -> B {
-    B::from_elements(len, |j| if j == k { S::one() } else { S::zero() })
+    lane_seed::<S, S, B>(len, k)
 }
 
 /// The seeds of output reals `first..`, one per lane of the adjoints `A`
@@ -179,15 +180,18 @@ where
     V::from_elements(elements.len(), |k| elements[k].value())
 }
 
-/// Adds `seed[k]` to the adjoint of element `k` of the recorded buffer
-/// result, for every `k`, then sweeps the tape (`adjoints` sized to it).
-pub fn seed_buffer_and_sweep<'t, S, B>(
+/// Adds adjoint `lane` of `seed[k]` to the adjoint of element `k` of the
+/// recorded buffer result, for every `k`, then sweeps the tape (`adjoints`
+/// sized to it).
+pub fn seed_buffer_and_sweep<'t, S, A, B>(
     tape: &'t Tape<S>,
     result: &B,
-    seed: &[S],
+    seed: &[A],
+    lane: usize,
     adjoints: &mut Vec<S>,
 ) where
     S: Scalar + 't,
+    A: Cotangent<S>,
     B: ResultBuffer<Real<'t, S>>,
 {
     let elements = result.elements();
@@ -200,7 +204,7 @@ pub fn seed_buffer_and_sweep<'t, S, B>(
     adjoints.resize(tape.len(), S::zero());
     for (element, &adjoint) in elements.iter().zip(seed) {
         if let Some(id) = element.id() {
-            adjoints[id.index()] += adjoint;
+            adjoints[id.index()] += adjoint.lane(lane);
         }
     }
     tape.reverse_sweep(adjoints);

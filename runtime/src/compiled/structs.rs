@@ -253,17 +253,13 @@ pub fn twin_value<S: Scalar, T: Differentiable<S::Prim>>(twin: &TwinOf<T, S>) ->
 }
 
 /// A twin shaped like `like` whose real leaf number `unit` (in leaf order)
-/// is 1 and the others 0: the seed of a Jacobian's row.
+/// is 1 and the others 0: the seed of a Jacobian's row (the one-lane
+/// `twin_lane_seed`).
 pub fn twin_unit<S: Scalar, T: Differentiable<S::Prim>>(
     like: &TwinOf<T, S>,
     unit: usize,
 ) -> TwinOf<T, S> {
-    let mut index = 0;
-    T::map_twin(like, &mut |_: &Active<S>| {
-        let leaf = if index == unit { S::one() } else { S::zero() };
-        index += 1;
-        Active(leaf)
-    })
+    twin_lane_seed::<S, S, T>(like, unit)
 }
 
 /// The seeds of the reals `first..` of a result of a user type, one per
