@@ -146,7 +146,11 @@
 //! deltad's dual values, which implement num-traits' `Float` family (cargo
 //! feature `num-traits`, on by default): from a differentiated function with
 //! [`generic!`], or from anywhere through a closure with [`gradient`],
-//! [`value_and_gradient`], [`jvp`], [`hvp`] and [`hessian`].
+//! [`value_and_gradient`], [`jvp`], [`hvp`] and [`hessian`]. With the
+//! `nalgebra` feature the forward dual values are nalgebra numbers too
+//! (simba's `RealField`): code generic over `RealField` is differentiated in
+//! forward mode, with [`generic_fwd!`], [`gradient_fwd`], [`hessian_fwd`] and
+//! [`jvp`].
 //!
 //! Anything else is a compile error at the construct, saying what is not
 //! supported and what to write instead: `unsafe`, `async`, trait objects and
@@ -286,7 +290,10 @@ pub use deltad_macros::{differentiate, Differentiable};
 #[doc(inline)]
 pub use deltad_runtime::num_traits;
 pub use deltad_runtime::{dot, log_sum_exp, release_pooled_tapes, sum};
-pub use deltad_runtime::{gradient, hessian, hvp, jvp, value_and_gradient};
+pub use deltad_runtime::{
+    gradient, gradient_fwd, hessian, hessian_fwd, hvp, jvp, value_and_gradient,
+    value_and_gradient_fwd,
+};
 pub use deltad_runtime::{
     DeltaId, DerivativeCheck, Differentiable, Dual, DualOf, DualVec, GradElement, IntoDual,
     IntoReal, Mismatch, Primitive, Real, Scalar, Tape, TapeStats,
@@ -330,6 +337,48 @@ pub use deltad_runtime::{SparseMatrix, SparsityPattern};
 /// ```
 #[macro_export]
 macro_rules! generic {
+    ($($call:tt)*) => {
+        $($call)*
+    };
+}
+
+/// A call of a function generic over its number type, differentiated in
+/// forward mode: for code that needs a `'static` number type, such as
+/// nalgebra's `RealField`, which the tape's values are not.
+///
+/// Inside a differentiated function, `deltad::generic_fwd!(f(x, 2.0))`
+/// takes the same arguments as [`generic!`], but runs `f` on [`DualVec`]s
+/// once per chunk of 8 of its differentiated input reals, each of them
+/// seeded in its own lane, and records the result as one binding whose
+/// terms are the partials found (one pass for up to 8 inputs: cheap for
+/// small routines, a pass per 8 inputs for large ones, where `generic!` is
+/// the better choice). Elsewhere, the macro is the call itself.
+///
+/// ```
+/// use num_traits::Float;
+///
+/// // Generic code, for example over nalgebra's `RealField` (which the
+/// // forward dual values implement with the `nalgebra` feature).
+/// fn softplus_sum<T: Float>(x: &[T], scale: T) -> T {
+///     x.iter().fold(T::zero(), |sum, &v| sum + (T::one() + (scale * v).exp()).ln())
+/// }
+///
+/// #[deltad::differentiate]
+/// fn loss(x: &[f64], #[no_grad] scale: f64) -> f64 {
+///     deltad::generic_fwd!(softplus_sum(x, scale)) * x[0]
+/// }
+///
+/// fn main() {
+///     let (x, scale) = ([0.5, -1.0], 2.0);
+///     let g = loss::grad(&x, scale);
+///     let sigmoid = |v: f64| 1.0 / (1.0 + (-scale * v).exp());
+///     let expected = softplus_sum(&x, scale) + x[0] * scale * sigmoid(x[0]);
+///     assert!((g.x[0] - expected).abs() < 1e-12);
+///     assert!((g.x[1] - x[0] * scale * sigmoid(x[1])).abs() < 1e-12);
+/// }
+/// ```
+#[macro_export]
+macro_rules! generic_fwd {
     ($($call:tt)*) => {
         $($call)*
     };

@@ -164,7 +164,9 @@ fn single_precision() {
 // ---- the same, called from differentiated code through `deltad::generic!` ----
 
 /// A differentiated function per two-dimensional objective, calling the
-/// crate's function through `deltad::generic!`.
+/// crate's function through `deltad::generic!` (on the tape's values) and
+/// through `deltad::generic_fwd!` (in forward mode, on chunks of dual
+/// values).
 macro_rules! through_generic_2d {
     ($($f:ident, $derivative:path, $hessian:path;)*) => {
         mod via_2d {
@@ -177,19 +179,33 @@ macro_rules! through_generic_2d {
             )*
         }
 
-        #[test]
-        fn two_dimensional_objectives_called_from_differentiated_code() {
+        mod via_2d_fwd {
+            use super::*;
             $(
-                for p in POINTS_2D {
-                    let what = format!("{} at {p:?} through generic!", stringify!($f));
-                    let (value, g) = via_2d::$f::value_and_grad(&p);
-                    assert_eq!(value, tf::$f(&p), "{what}: value");
-                    assert_near(&g.p, &$derivative(&p), TOL, &format!("{what}: gradient"));
-                    for (row, expected) in via_2d::$f::hessian(&p).iter().zip($hessian(&p)) {
-                        assert_near(&row.p, &expected, TOL, &format!("{what}: Hessian"));
-                    }
+                #[deltad::differentiate]
+                pub fn $f(p: &[f64; 2]) -> f64 {
+                    deltad::generic_fwd!(tf::$f(p))
                 }
             )*
+        }
+
+        #[test]
+        fn two_dimensional_objectives_called_from_differentiated_code() {
+            macro_rules! check {
+                ($module:ident, $how:literal) => {$(
+                    for p in POINTS_2D {
+                        let what = format!("{} at {p:?} through {}", stringify!($f), $how);
+                        let (value, g) = $module::$f::value_and_grad(&p);
+                        assert_eq!(value, tf::$f(&p), "{what}: value");
+                        assert_near(&g.p, &$derivative(&p), TOL, &format!("{what}: gradient"));
+                        for (row, expected) in $module::$f::hessian(&p).iter().zip($hessian(&p)) {
+                            assert_near(&row.p, &expected, TOL, &format!("{what}: Hessian"));
+                        }
+                    }
+                )*};
+            }
+            check!(via_2d, "generic!");
+            check!(via_2d_fwd, "generic_fwd!");
         }
     };
 }

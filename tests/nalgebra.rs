@@ -301,7 +301,8 @@ fn unsupported_operations_are_compile_errors() {
 
 /// A function written generically over nalgebra's `RealField`, as nalgebra
 /// code is: its derivatives are made of its copy for `f64` (simba's
-/// constants such as `T::pi()` become the `f64` ones), and it stays generic.
+/// constants such as `T::pi()` become the `f64` ones), and it stays generic
+/// (so it also runs on deltad's forward dual values, which are `RealField`s).
 #[differentiate]
 fn generic_energy<T: deltad::nalgebra::RealField + Copy>(
     x: &DVector<T>,
@@ -326,6 +327,18 @@ fn functions_generic_over_real_field() {
         x.as_slice(),
     );
     assert_close(g.as_slice(), &fd, "finite differences");
+    // The same generic function run on forward dual values (nalgebra
+    // numbers too): its derivative without the attribute's copy.
+    let a_dual = a.map(deltad::DualVec::constant);
+    let forward = deltad::gradient_fwd(
+        |v| generic_energy(&DVector::from_column_slice(v), &a_dual),
+        x.as_slice(),
+    );
+    assert_close(
+        &forward,
+        g.as_slice(),
+        "forward mode on the generic function",
+    );
     let small = generic_energy(&x.map(|v| v as f32), &a.map(|v| v as f32));
     assert!((f64::from(small) - generic_energy(&x, &a)).abs() < 1e-5);
 }

@@ -6,20 +6,8 @@
 
 use deltad::num_traits::{Float, FloatConst, FromPrimitive, NumCast, Signed, ToPrimitive, Zero};
 
-/// Central differences with h = 1e-6: truncation ~h²|f'''|/6 and rounding
-/// ~1e-16|f|/h, both far below the 1e-6 tolerance at these points.
-fn central(f: impl Fn(f64) -> f64, x: f64) -> f64 {
-    let h = 1e-6;
-    (f(x + h) - f(x - h)) / (2.0 * h)
-}
-
-#[track_caller]
-fn near(actual: f64, expected: f64, tol: f64, what: &str) {
-    assert!(
-        (actual - expected).abs() <= tol * expected.abs().max(1.0),
-        "{what}: deltad {actual} vs reference {expected}"
-    );
-}
+mod common;
+use common::{central, near};
 
 /// Each case is a generic function of one real; the test runs it on every
 /// number type.

@@ -162,7 +162,7 @@ impl<'ast> Visit<'ast> for Builder<'_> {
                     .map(|args| MacroArgs::Exprs(args.into_iter().collect()))
             }
             MacroKind::Opaque => Ok(MacroArgs::Opaque),
-            MacroKind::Generic => parse_generic_call(mac),
+            MacroKind::Generic { .. } => parse_generic_call(mac, &name),
         };
         match parsed {
             Ok(args) => {
@@ -213,14 +213,15 @@ pub(crate) fn parse_vec_args(input: ParseStream) -> syn::Result<MacroArgs> {
     Ok(MacroArgs::List(items))
 }
 
-/// The one call `deltad::generic!` takes: `f(args)` with `f` a path.
-fn parse_generic_call(mac: &Macro) -> syn::Result<MacroArgs> {
+/// The one call `deltad::generic!` (or `generic_fwd!`, `name`) takes:
+/// `f(args)` with `f` a path.
+fn parse_generic_call(mac: &Macro, name: &str) -> syn::Result<MacroArgs> {
     let call: Expr = mac.parse_body()?;
     match &call {
         Expr::Call(c) if matches!(&*c.func, Expr::Path(_)) => Ok(MacroArgs::Exprs(vec![call])),
         _ => Err(syn::Error::new_spanned(
             &call,
-            "`deltad::generic!` takes one call of a function generic over its number type: `deltad::generic!(f(x, 2.0))`",
+            format!("`deltad::{name}!` takes one call of a function generic over its number type: `deltad::{name}!(f(x, 2.0))`"),
         )),
     }
 }

@@ -192,8 +192,9 @@ pub(crate) enum MacroKind {
     Opaque,
     /// `deltad::generic!(f(args))`: a call of a function generic over its
     /// number type (another crate's), run on dual values so that its own
-    /// arithmetic records the derivative (on the tape).
-    Generic,
+    /// arithmetic records the derivative (on the tape); `generic_fwd!`
+    /// (`forward`) runs it in forward mode and records one binding.
+    Generic { forward: bool },
     /// Another macro used as a condition (of `if`, `while` or a match guard,
     /// also under `!`, `&&` and `||`): a condition carries no derivative, so
     /// the macro runs on the machine values of its comma-separated arguments.
@@ -203,7 +204,8 @@ pub(crate) enum MacroKind {
 pub(crate) fn macro_kind(name: &str) -> Option<MacroKind> {
     Some(match name {
         "vec" => MacroKind::Vec,
-        "generic" => MacroKind::Generic,
+        "generic" => MacroKind::Generic { forward: false },
+        "generic_fwd" => MacroKind::Generic { forward: true },
         "println" | "print" | "eprintln" | "eprint" | "format" | "write" | "writeln" | "assert"
         | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq" | "debug_assert_ne"
         | "dbg" | "format_args" => MacroKind::Exprs,

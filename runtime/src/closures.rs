@@ -29,8 +29,17 @@
 //! It is generic code's own arithmetic that is differentiated, so these cost
 //! what a tape costs; a function the macro can see is faster under
 //! `#[differentiate]`.
+//!
+//! Code that needs a `'static` number type, such as nalgebra's `RealField`
+//! (feature `nalgebra`), cannot run on `Real`, which borrows its tape:
+//! [`gradient_fwd`] and [`hessian_fwd`] differentiate it in forward mode,
+//! on [`DualVec`]s of 8 tangents (one pass per chunk of inputs for a
+//! gradient, one per input and chunk for a Hessian), and [`jvp`] on
+//! `Dual`s.
 
 use crate::dual::Dual;
+use crate::dual_vec::DualVec;
+use crate::forward::CHUNK;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 use crate::tape::Tape;
@@ -98,6 +107,84 @@ where
             row
         })
         .collect()
+}
+
+/// The gradient of `f` at `x` in forward mode: one pass per chunk of
+/// 8 inputs, each carrying a tangent per input of the chunk.
+pub fn gradient_fwd<P, F>(f: F, x: &[P]) -> Vec<P>
+where
+    P: Primitive,
+    F: Fn(&[DualVec<P, CHUNK>]) -> DualVec<P, CHUNK>,
+{
+    value_and_gradient_fwd(f, x).1
+}
+
+/// The value and the gradient of `f` at `x` in forward mode (see
+/// [`gradient_fwd`]).
+pub fn value_and_gradient_fwd<P, F>(f: F, x: &[P]) -> (P, Vec<P>)
+where
+    P: Primitive,
+    F: Fn(&[DualVec<P, CHUNK>]) -> DualVec<P, CHUNK>,
+{
+    let mut gradient = vec![P::ZERO; x.len()];
+    let value = by_chunks(x, P::ONE, &f, |start, output| {
+        let end = (start + CHUNK).min(x.len());
+        gradient[start..end].copy_from_slice(&output.tangents[..end - start]);
+        output.value
+    });
+    (value, gradient)
+}
+
+/// The Hessian of `f` at `x` in forward mode, row by row: row `i` is the
+/// gradient (in chunks, as [`gradient_fwd`]) of `f`'s derivative along
+/// input `i`, each input a [`Dual`] whose tangent is 1 for input `i`.
+pub fn hessian_fwd<P, F>(f: F, x: &[P]) -> Vec<Vec<P>>
+where
+    P: Primitive,
+    F: Fn(&[DualVec<Dual<P>, CHUNK>]) -> DualVec<Dual<P>, CHUNK>,
+{
+    let mut along: Vec<Dual<P>> = x.iter().map(|&v| Dual::new(v, P::ZERO)).collect();
+    (0..x.len())
+        .map(|i| {
+            along[i].tangent = P::ONE;
+            let mut row = vec![P::ZERO; x.len()];
+            by_chunks(&along, Dual::new(P::ONE, P::ZERO), &f, |start, output| {
+                for (entry, lane) in row[start..].iter_mut().zip(&output.tangents) {
+                    *entry = lane.tangent;
+                }
+            });
+            along[i].tangent = P::ZERO;
+            row
+        })
+        .collect()
+}
+
+/// Runs `f` once per chunk of 8 inputs of `x` (once if `x` is
+/// empty), the chunk's inputs seeded with `one` in their own lane, and
+/// hands each output to `read` with the chunk's first input; returns what
+/// `read` returned last.
+fn by_chunks<S: Scalar, R>(
+    x: &[S],
+    one: S,
+    f: impl Fn(&[DualVec<S, CHUNK>]) -> DualVec<S, CHUNK>,
+    mut read: impl FnMut(usize, DualVec<S, CHUNK>) -> R,
+) -> R {
+    let mut inputs: Vec<DualVec<S, CHUNK>> = x.iter().map(|&v| DualVec::constant(v)).collect();
+    let mut start = 0;
+    loop {
+        let end = (start + CHUNK).min(x.len());
+        for (k, input) in inputs[start..end].iter_mut().enumerate() {
+            input.tangents[k] = one;
+        }
+        let last = read(start, f(&inputs));
+        for input in &mut inputs[start..end] {
+            *input = DualVec::constant(input.value);
+        }
+        start = end;
+        if start == x.len() {
+            return last;
+        }
+    }
 }
 
 /// Records `f` at `x` on `tape`, sweeps from its output with seed 1 and

@@ -700,57 +700,64 @@ macro_rules! generic_discrete {
 }
 generic_discrete!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, bool);
 
-impl<'t, S: Scalar> GenericPass for Real<'t, S> {
+/// A number a call through `deltad::generic!` or `deltad::generic_fwd!`
+/// passes on: the tape's value, or the forward chunk's.
+pub trait GenericNumber: Copy {}
+
+impl<S: Scalar> GenericNumber for Real<'_, S> {}
+impl<S: Scalar, const N: usize> GenericNumber for crate::dual_vec::DualVec<S, N> {}
+
+impl<E: GenericNumber> GenericPass for E {
     type Passed<'b>
-        = Real<'t, S>
+        = E
     where
         Self: 'b;
     #[inline(always)]
-    fn pass(&self) -> Real<'t, S> {
+    fn pass(&self) -> E {
         *self
     }
 }
 
-impl<'a, 't, S: Scalar> GenericPass for &'a [Real<'t, S>] {
+impl<'a, E: GenericNumber> GenericPass for &'a [E] {
     type Passed<'b>
-        = &'a [Real<'t, S>]
+        = &'a [E]
     where
         Self: 'b;
     #[inline(always)]
-    fn pass(&self) -> &'a [Real<'t, S>] {
+    fn pass(&self) -> &'a [E] {
         self
     }
 }
 
-impl<'a, 't, S: Scalar, const N: usize> GenericPass for &'a [Real<'t, S>; N] {
+impl<'a, E: GenericNumber, const N: usize> GenericPass for &'a [E; N] {
     type Passed<'b>
-        = &'a [Real<'t, S>; N]
+        = &'a [E; N]
     where
         Self: 'b;
     #[inline(always)]
-    fn pass(&self) -> &'a [Real<'t, S>; N] {
+    fn pass(&self) -> &'a [E; N] {
         self
     }
 }
 
-impl<'t, S: Scalar> GenericPass for Vec<Real<'t, S>> {
+impl<E: GenericNumber> GenericPass for Vec<E> {
     type Passed<'b>
-        = &'b [Real<'t, S>]
+        = &'b [E]
     where
         Self: 'b;
     #[inline(always)]
-    fn pass(&self) -> &[Real<'t, S>] {
+    fn pass(&self) -> &[E] {
         self
     }
 }
 
-impl<'t, S: Scalar, const N: usize> GenericPass for [Real<'t, S>; N] {
+impl<E: GenericNumber, const N: usize> GenericPass for [E; N] {
     type Passed<'b>
-        = &'b [Real<'t, S>; N]
+        = &'b [E; N]
     where
         Self: 'b;
     #[inline(always)]
-    fn pass(&self) -> &[Real<'t, S>; N] {
+    fn pass(&self) -> &[E; N] {
         self
     }
 }

@@ -256,6 +256,16 @@ impl<S: Scalar> fmt::Debug for Dual<S> {
 }
 
 impl<S: Scalar> Scalar for Dual<S> {
+    type Detached = Dual<S::Detached>;
+
+    #[inline(always)]
+    fn detach(self) -> Self::Detached {
+        Dual::new(self.value.detach(), self.tangent.detach())
+    }
+    #[inline(always)]
+    fn attach(value: Self::Detached) -> Self {
+        Dual::new(S::attach(value.value), S::attach(value.tangent))
+    }
     type Prim = S::Prim;
     const NESTED: bool = true;
 

@@ -186,6 +186,16 @@ impl<S: Scalar, const N: usize> fmt::Debug for DualVec<S, N> {
 
 impl<S: Scalar, const N: usize> Scalar for DualVec<S, N> {
     type Prim = S::Prim;
+    type Detached = DualVec<S::Detached, N>;
+
+    #[inline(always)]
+    fn detach(self) -> Self::Detached {
+        DualVec::new(self.value.detach(), self.tangents.map(S::detach))
+    }
+    #[inline(always)]
+    fn attach(value: Self::Detached) -> Self {
+        DualVec::new(S::attach(value.value), value.tangents.map(S::attach))
+    }
     const NESTED: bool = true;
 
     #[inline(always)]

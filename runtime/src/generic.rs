@@ -1,5 +1,5 @@
 //! num-traits' number traits for deltad's dual values (cargo feature
-//! `num-traits`, on by default): [`Dual`] and [`Real`] are `Float`,
+//! `num-traits`, on by default): [`Dual`], [`DualVec`] and [`Real`] are `Float`,
 //! `FloatConst`, `FromPrimitive`, `NumCast`, `Signed`, ... (and through
 //! num-traits' blanket impl `num_traits::real::Real`), so code written
 //! generically over num-traits runs on them and its derivatives come from
@@ -22,6 +22,7 @@ use core::num::FpCategory;
 use num_traits::{Float, FloatConst, FromPrimitive, Num, NumCast, One, Signed, ToPrimitive, Zero};
 
 use crate::dual::Dual;
+use crate::dual_vec::DualVec;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 
@@ -85,7 +86,7 @@ macro_rules! num_traits_for {
         where
             S::Prim: NumCast,
         {
-            fn from<N: ToPrimitive>(n: N) -> Option<Self> {
+            fn from<I: ToPrimitive>(n: I) -> Option<Self> {
                 <S::Prim as NumCast>::from(n).map(Self::from_prim)
             }
         }
@@ -247,3 +248,4 @@ fn positive_difference<S: Scalar>(x: S, other: S) -> S {
 
 num_traits_for!(Dual<S>, [S: Scalar]);
 num_traits_for!(Real<'t, S>, ['t, S: Scalar]);
+num_traits_for!(DualVec<S, N>, [S: Scalar, const N: usize]);

@@ -25,6 +25,7 @@ mod dual_vec;
 mod forward;
 #[cfg(feature = "num-traits")]
 mod generic;
+mod generic_forward;
 mod graph;
 #[cfg(any(feature = "nalgebra", feature = "ndarray"))]
 mod linalg;
@@ -34,6 +35,8 @@ mod ops;
 mod pool;
 mod preaccumulate;
 mod real;
+#[cfg(feature = "nalgebra")]
+mod real_field;
 mod scalar;
 mod sparsity;
 mod tape;
@@ -41,7 +44,10 @@ mod vector;
 mod wrapper;
 
 pub use check::{DerivativeCheck, Mismatch};
-pub use closures::{gradient, hessian, hvp, jvp, value_and_gradient};
+pub use closures::{
+    gradient, gradient_fwd, hessian, hessian_fwd, hvp, jvp, value_and_gradient,
+    value_and_gradient_fwd,
+};
 pub use compiled::StackStats;
 pub use differentiable::{Differentiable, DualOf, GradElement, IntoDual};
 pub use dual::Dual;
@@ -174,6 +180,7 @@ pub mod __private {
         split_duals, store_column, store_columns, ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK,
         HALF_CHUNK, QUARTER_CHUNK,
     };
+    pub use crate::generic_forward::{generic_forward, ForwardArg, ForwardSeeds};
     pub use crate::graph::{InputLabel, TapeGraph};
     pub use crate::loops::{LoopData, LoopRecorder, NO_ID};
     pub use crate::math::{constant_rules, multi_rules, unary_rules, IntoReal};

@@ -543,6 +543,16 @@ macro_rules! delegate_to_inherent {
 impl<S: Scalar> Scalar for Real<'_, S> {
     type Prim = S::Prim;
     const NESTED: bool = true;
+    /// A tape's value cannot leave its tape: never called (`DETACHES`).
+    type Detached = S::Detached;
+    const DETACHES: bool = false;
+
+    fn detach(self) -> Self::Detached {
+        unreachable!("deltad: a tape's value has no detached form")
+    }
+    fn attach(_: Self::Detached) -> Self {
+        unreachable!("deltad: a tape's value has no detached form")
+    }
 
     #[inline(always)]
     fn from_prim(value: S::Prim) -> Self {

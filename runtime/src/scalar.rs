@@ -51,6 +51,21 @@ pub trait Scalar:
     /// True for dual values of an outer tape (nested differentiation).
     const NESTED: bool = false;
 
+    /// This number as a value that borrows no tape (`'static`, `Send`,
+    /// `Sync`), for generic code that asks for such numbers (nalgebra's
+    /// `RealField`, through `deltad::generic_fwd!`): the same number for
+    /// every scalar but a tape's value, which has none (`DETACHES` false;
+    /// [`detach`](Scalar::detach) and [`attach`](Scalar::attach) are never
+    /// called on it: the caller checks `DETACHES` at compile time).
+    #[doc(hidden)]
+    type Detached: Scalar<Prim = Self::Prim> + Send + Sync + 'static;
+    #[doc(hidden)]
+    const DETACHES: bool = true;
+    #[doc(hidden)]
+    fn detach(self) -> Self::Detached;
+    #[doc(hidden)]
+    fn attach(value: Self::Detached) -> Self;
+
     /// For a first-order forward dual number over the machine float (and the
     /// machine float itself, with tangent 0): its value and tangent.
     /// `None` for scalars that carry more (nested levels, tape values).
@@ -230,7 +245,7 @@ pub trait Scalar:
 /// let g: f32 = cube::grad(2.0).x;
 /// assert_eq!(g, 12.0);
 /// ```
-pub trait Primitive: Scalar<Prim = Self> + Default + 'static {
+pub trait Primitive: Scalar<Prim = Self> + Default + Send + Sync + 'static {
     /// 0.
     const ZERO: Self;
     /// 1.
@@ -247,6 +262,10 @@ pub trait Primitive: Scalar<Prim = Self> + Default + 'static {
     const NAME: &'static str;
     /// The machine epsilon.
     const EPSILON: Self;
+    /// The largest finite value.
+    const MAX: Self;
+    /// The lowest finite value.
+    const MIN: Self;
 
     /// Rounds an `f64` to this type (used for constants in derivative rules).
     fn from_f64(value: f64) -> Self;
@@ -266,6 +285,10 @@ pub trait Primitive: Scalar<Prim = Self> + Default + 'static {
     fn is_sign_negative(self) -> bool;
     /// IEEE 754 total order.
     fn total_cmp(&self, other: &Self) -> core::cmp::Ordering;
+    /// The bits of the value, widened: floats of one sign that are next to
+    /// each other have bits next to each other (for comparisons in units in
+    /// the last place).
+    fn bits(self) -> u64;
 }
 
 macro_rules! machine_float {
@@ -274,6 +297,16 @@ macro_rules! machine_float {
 
         impl Scalar for $t {
             type Prim = $t;
+            type Detached = $t;
+
+            #[inline(always)]
+            fn detach(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn attach(value: $t) -> $t {
+                value
+            }
 
             #[inline(always)]
             fn from_prim(value: $t) -> $t {
@@ -350,6 +383,8 @@ macro_rules! machine_float {
             const RADIANS_PER_DEGREE: $t = core::$t::consts::PI / 180.0;
             const NAME: &'static str = stringify!($t);
             const EPSILON: $t = <$t>::EPSILON;
+            const MAX: $t = <$t>::MAX;
+            const MIN: $t = <$t>::MIN;
 
             #[inline(always)]
             fn from_f64(value: f64) -> $t {
@@ -386,6 +421,10 @@ macro_rules! machine_float {
             #[inline(always)]
             fn total_cmp(&self, other: &$t) -> core::cmp::Ordering {
                 <$t>::total_cmp(self, other)
+            }
+            #[inline(always)]
+            fn bits(self) -> u64 {
+                u64::from(<$t>::to_bits(self))
             }
         }
     };

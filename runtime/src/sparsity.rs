@@ -310,6 +310,16 @@ macro_rules! traced_binary {
 
 impl<P: Primitive> Scalar for Tracer<P> {
     type Prim = P;
+    type Detached = Self;
+
+    #[inline]
+    fn detach(self) -> Self {
+        self
+    }
+    #[inline]
+    fn attach(value: Self) -> Self {
+        value
+    }
     const NESTED: bool = true;
 
     #[inline]

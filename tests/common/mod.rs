@@ -35,6 +35,23 @@ pub fn central_difference(f: impl Fn(f64) -> Vec<f64>, h: f64) -> Vec<f64> {
         .collect()
 }
 
+/// Central difference `(f(x + h) - f(x - h)) / 2h` with h = 1e-6: for the
+/// O(1) functions of one real the tests take, truncation ~h²|f'''|/6 and
+/// rounding ~1e-16|f|/h stay below 1e-8, far below the 1e-6 the tests allow.
+pub fn central(f: impl Fn(f64) -> f64, x: f64) -> f64 {
+    let h = 1e-6;
+    (f(x + h) - f(x - h)) / (2.0 * h)
+}
+
+/// Asserts one real agrees to `tol * max(1, |expected|)`.
+#[track_caller]
+pub fn near(actual: f64, expected: f64, tol: f64, what: &str) {
+    assert!(
+        (actual - expected).abs() <= tol * expected.abs().max(1.0),
+        "{what}: deltad {actual} vs reference {expected}"
+    );
+}
+
 /// Asserts `actual` and `expected` agree to `1e-6 * max(1, |expected|)` per entry.
 #[track_caller]
 pub fn assert_close(actual: &[f64], expected: &[f64], what: &str) {

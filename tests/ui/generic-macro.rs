@@ -8,3 +8,8 @@ fn not_a_call(x: f64) -> f64 {
 }
 
 fn main() {}
+
+#[differentiate]
+fn not_a_call_forward(x: f64) -> f64 {
+    deltad::generic_fwd!(x.sin())
+}

@@ -1225,7 +1225,7 @@ impl Analyzer<'_> {
                 Shape::elems(self.expr(elem))
             }
             // A real, differentiated if any argument is.
-            (MacroKind::Generic, MacroArgs::Exprs(items)) => {
+            (MacroKind::Generic { .. }, MacroArgs::Exprs(items)) => {
                 let mut active = false;
                 for item in items {
                     if let Expr::Call(call) = item {

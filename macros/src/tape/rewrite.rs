@@ -892,10 +892,13 @@ impl<'a> Rewriter<'a> {
                     }
                 }
             }
-            MacroArgs::Exprs(items) if call.kind == MacroKind::Generic => {
+            MacroArgs::Exprs(items) if matches!(call.kind, MacroKind::Generic { .. }) => {
                 // The callee is generic over its number type: every real
                 // argument becomes the same dual type (constants too, held
-                // here while the call borrows them).
+                // here while the call borrows them); in forward mode, the
+                // held arguments become the chunk's dual values for each
+                // pass.
+                let forward = call.kind == (MacroKind::Generic { forward: true });
                 for item in items.iter_mut() {
                     let Expr::Call(generic_call) = item else {
                         continue;
@@ -909,9 +912,20 @@ impl<'a> Rewriter<'a> {
                     let held = syn::Ident::new("__deltad_generic_args", Span::mixed_site());
                     let indices = (0..generic_call.args.len()).map(syn::Index::from);
                     let tape = &self.names.tape;
+                    let indices: Vec<syn::Index> = indices.collect();
+                    let call = if forward {
+                        let duals = syn::Ident::new("__deltad_generic_duals", Span::mixed_site());
+                        let seeds = syn::Ident::new("__deltad_seeds", Span::mixed_site());
+                        quote_spanned!(span=> ::deltad::__private::generic_forward(#tape, |#seeds| {
+                            let #duals = (#(::deltad::__private::ForwardArg::forward(&#held.#indices, #seeds),)*);
+                            #func(#(::deltad::__private::GenericPass::pass(&#duals.#indices)),*)
+                        }))
+                    } else {
+                        quote_spanned!(span=> #func(#(::deltad::__private::GenericPass::pass(&#held.#indices)),*))
+                    };
                     *item = self.gen_expr(quote_spanned!(span=> {
                         let #held = (#(::deltad::__private::generic_arg(#tape, #args),)*);
-                        #func(#(::deltad::__private::GenericPass::pass(&#held.#indices)),*)
+                        #call
                     }));
                 }
             }

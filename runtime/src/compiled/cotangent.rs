@@ -165,6 +165,16 @@ macro_rules! lanewise {
 
 impl<S: Scalar, const N: usize> Scalar for Lanes<S, N> {
     type Prim = S::Prim;
+    type Detached = Lanes<S::Detached, N>;
+
+    #[inline(always)]
+    fn detach(self) -> Self::Detached {
+        Lanes(self.0.map(S::detach))
+    }
+    #[inline(always)]
+    fn attach(value: Self::Detached) -> Self {
+        Lanes(value.0.map(S::attach))
+    }
 
     #[inline(always)]
     fn from_prim(value: S::Prim) -> Self {

@@ -181,10 +181,10 @@ impl Lowerer {
                         "`vec![..]` is on the compiled path only as the value of a `let`",
                     ));
                 }
-                if name == "generic" {
+                if name == "generic" || name == "generic_fwd" {
                     return Err(Unsupported::new(
                         span,
-                        "calls through `deltad::generic!` are not on the compiled path yet",
+                        format!("calls through `deltad::{name}!` are not on the compiled path yet"),
                     ));
                 }
                 self.opaque(expr)
