@@ -716,7 +716,7 @@ impl<'a> Rewriter<'a> {
             }
             CallKind::User if any_active && methods::builds_array(&function.path) => {
                 self.errors.at(&function.path, format!(
-                    "deltad cannot build a nalgebra or ndarray value from differentiated values (`{}`): their element types must be `'static`, which dual values are not; compute with the operations of the differentiated parameters (see `deltad::nalgebra`, `deltad::ndarray`), or collect the values into a `Vec`",
+                    "deltad cannot build a nalgebra or ndarray value from differentiated values (`{}`): their element types must be `'static`, which dual values are not; compute with the operations of the differentiated parameters (see `deltad::nalgebra`, `deltad::ndarray`), or collect the values into a `Vec`; generic nalgebra code (over `RealField`) runs on dual values called through `deltad::generic_fwd!`",
                     function.path.to_token_stream()
                 ));
             }
