@@ -2097,8 +2097,23 @@ both!(narrowing, narrowing_tape, fn(x: &[f64], n: usize, m: usize) -> f64 {
     total
 });
 
+// The same loops called with a constant buffer, whose adjoint the callee
+// drops (its sink narrows like any other), and with a differentiated one.
+both!(narrowing_called, narrowing_called_tape, fn(x: &[f64], #[no_grad] c: &[f64], n: usize) -> f64 {
+    narrowing(c, n, 2) * x[0] + narrowing(x, n, 1)
+});
+
 #[test]
 fn loops_indexed_at_their_variable_are_narrowed_safely() {
+    let c = [0.9, 0.4, -0.6, 1.3, 0.8, 2.0];
+    for n in [0, 3, 5] {
+        let x = [0.3, -0.7, 1.1, 0.5, -0.2];
+        let g = narrowing_called::grad(&x, &c, n);
+        let tape = narrowing_called_tape::grad(&x, &c, n);
+        assert_close_tol(&g.x, &tape.x, 1e-12, "a caller, compiled against the tape");
+        let fd = finite_difference(|x| narrowing_called(x, &c, n), &x);
+        assert_close(&g.x, &fd, "a caller, against finite differences");
+    }
     let x = [0.3, -0.7, 1.1, 0.5, -0.2];
     for (n, m) in [(5, 3), (4, 4), (5, 1), (3, 2)] {
         let g = narrowing::grad(&x, n, m);

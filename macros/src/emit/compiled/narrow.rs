@@ -1,7 +1,7 @@
 //! Narrowing before a reversed loop (`analyze::narrow`): the buffers the
-//! loop indexes only at its variable, and their adjoints, re-borrowed as
-//! slices of the range's end, so that the optimiser sees every index in
-//! bounds.
+//! loop indexes only at its variable, and their adjoints (parameters'
+//! sinks too), re-borrowed as slices of the range's end, so that the
+//! optimiser sees every index in bounds.
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -42,10 +42,16 @@ impl Passes<'_> {
                 let name = self.name(var);
                 lets.push(quote!(let #name = &#name[..#bound];));
             }
-            // The adjoints of a local buffer (a parameter's go to its sink).
-            if !param && self.useful(var) {
+            // The adjoints of a local buffer, or the sink of a parameter
+            // whose length cannot change (the adjoint checked the sink's
+            // capacity against that length).
+            if self.useful(var) {
                 let adjoint = self.adjoint(var);
-                lets.push(quote!(let #adjoint = &mut #adjoint[..#bound];));
+                if !param {
+                    lets.push(quote!(let #adjoint = &mut #adjoint[..#bound];));
+                } else if !self.function.vars[var].mutable {
+                    lets.push(quote!(let mut #adjoint = ::deltad::__private::SliceSink::part(&mut #adjoint, 0, #bound);));
+                }
             }
         }
         if lets.is_empty() {
