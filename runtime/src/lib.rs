@@ -153,8 +153,8 @@ pub mod __private {
     };
     pub use crate::compiled::{
         buffer_lanes, buffer_part, checkpoint_segment, lane_seed, lift_buffer, lifted,
-        machine_value, opaque_values, recorded_values, result_ids, seed_buffer_and_sweep, seed_of,
-        seed_opaque_and_sweep, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
+        machine_value, opaque_values, recorded_values, repeated, result_ids, seed_buffer_and_sweep,
+        seed_of, seed_opaque_and_sweep, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
         ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Cotangent, Discard, HeldAs,
         HeldLanes, HeldResult, HeldSink, HeldValue, KeptWhole, Lanes, LiftBuffer, NoRecord,
         OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam, RealParam, Record,

@@ -96,6 +96,19 @@ impl<S: Copy, const N: usize> ResultBuffer<S> for [S; N] {
     }
 }
 
+/// `vec![value; len]` for a local buffer of the compiled passes, always
+/// in an allocation of its own (room for one element when `len` is 0): a
+/// `vec!` of a length that may be 0 starts from a shared dangling pointer,
+/// so the optimiser cannot tell that stores into another buffer leave it
+/// alone, and keeps its loads in the loops that write one (which then stay
+/// scalar).
+#[inline(always)]
+pub fn repeated<T: Clone>(value: T, len: usize) -> Vec<T> {
+    let mut buffer = Vec::with_capacity(len.max(1));
+    buffer.resize(len, value);
+    buffer
+}
+
 /// A buffer of `len` zeros (`-0.0`, the identity of addition) of the kind
 /// `B`.
 #[inline]
@@ -230,4 +243,19 @@ pub fn seed_of<S: Copy, B: ResultBuffer<S>>(seed: &[S], result_len: usize) -> B 
         result_len
     );
     B::from_elements(seed.len(), |k| seed[k])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeated;
+
+    /// `vec![value; len]`, but always in an allocation of its own.
+    #[test]
+    fn repeated_is_vec_in_its_own_allocation() {
+        assert_eq!(repeated(-0.0f64, 3), vec![-0.0; 3]);
+        assert!(repeated(-0.0f64, 3).iter().all(|v| v.is_sign_negative()));
+        let empty = repeated(1.5f64, 0);
+        assert!(empty.is_empty() && empty.capacity() >= 1);
+        assert_eq!(repeated(vec![1.0f64], 2), vec![vec![1.0], vec![1.0]]);
+    }
 }

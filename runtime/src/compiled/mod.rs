@@ -31,7 +31,7 @@ mod stack;
 mod structs;
 
 pub use buffers::{
-    buffer_lanes, buffer_part, lane_seed, lift_buffer, recorded_values, result_ids,
+    buffer_lanes, buffer_part, lane_seed, lift_buffer, recorded_values, repeated, result_ids,
     seed_buffer_and_sweep, seed_of, split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
 };
 

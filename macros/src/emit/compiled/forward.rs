@@ -818,7 +818,7 @@ impl Passes<'_> {
                 if array {
                     quote!([#elem; #len])
                 } else {
-                    quote!(::std::vec![#elem; #len])
+                    quote!(::deltad::__private::repeated(#elem, #len))
                 }
             }
             NewBuffer::List(elems) => {
