@@ -1360,3 +1360,84 @@ mod nested_jvp_with_a_constant_buffer_tangent {
         assert!((grad.s[1] - x * (s[0] + c)).abs() < 1e-12);
     }
 }
+
+/// Fuzz seed 99 p143 (seed 8267933994943436091): a local copied from a real
+/// field of a differentiated parameter that nothing derives from (`v1`
+/// feeds nothing the result depends on) was a copy of the twin's field, a
+/// scalar of the pass wrapped for the twin, so `v1 -= v1` did not compile.
+/// Such reads now give the machine value (and any other field a copy); also
+/// a read of a field of a call's result. Checked against the closed form
+/// and central differences, compiled and on the tape.
+mod unused_copy_of_a_differentiated_field {
+    use super::common::*;
+    use deltad::{differentiate, Differentiable};
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Pt {
+        pub a: f64,
+        pub b: f64,
+        pub n: usize,
+    }
+
+    #[differentiate]
+    pub fn swap(q: &Pt) -> Pt {
+        Pt {
+            a: q.b,
+            b: q.a,
+            n: q.n,
+        }
+    }
+
+    #[differentiate]
+    pub fn h0(x0: f64, q: &Pt) -> f64 {
+        if x0 > 0.0 {
+            let mut v1 = q.b;
+            v1 -= v1;
+            let mut k = q.n;
+            k += 1;
+            let r = swap(q);
+            let mut w = r.a;
+            w *= 2.0;
+        }
+        x0 * q.a
+    }
+
+    #[differentiate(tape)]
+    pub fn h0_tape(x0: f64, q: &Pt) -> f64 {
+        if x0 > 0.0 {
+            let mut v1 = q.b;
+            v1 -= v1;
+        }
+        x0 * q.a
+    }
+
+    #[test]
+    fn the_copy_is_a_plain_value() {
+        let q = Pt {
+            a: 1.5,
+            b: -0.5,
+            n: 3,
+        };
+        for x0 in [0.7, -0.4] {
+            let (value, g) = h0::value_and_grad(x0, &q);
+            assert_eq!(value, x0 * q.a);
+            assert_eq!((g.x0, g.q.a, g.q.b), (q.a, x0, 0.0));
+            let tape = h0_tape::grad(x0, &q);
+            assert_eq!((tape.x0, tape.q.a, tape.q.b), (g.x0, g.q.a, g.q.b));
+            let fd = finite_difference(
+                |p| {
+                    h0(
+                        p[0],
+                        &Pt {
+                            a: p[1],
+                            b: p[2],
+                            n: 3,
+                        },
+                    )
+                },
+                &[x0, q.a, q.b],
+            );
+            assert_close(&[g.x0, g.q.a, g.q.b], &fd, "central differences");
+        }
+    }
+}

@@ -148,8 +148,8 @@ pub mod __private {
         twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit,
         twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of,
         twins_values, twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned,
-        RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam,
-        TwinOf, TwinSink, TwinsSink,
+        PlainRead, ReadActive, ReadPlain, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg,
+        StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
         buffer_lanes, buffer_part, checkpoint_segment, lane_seed, lift_buffer, lifted,

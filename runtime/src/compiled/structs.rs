@@ -238,6 +238,45 @@ impl<L> CopyPlain for &mut LeafCopy<'_, L> {
     fn add_adjoint(&mut self) {}
 }
 
+/// A field of a user type's twin read where it is not differentiated (a
+/// value nothing derives from): `(&PlainRead(&twin.f)).plain()` gives a
+/// differentiated real leaf's machine value ([`ReadActive`]) and a copy of
+/// any other field ([`ReadPlain`]), method resolution picking the first for
+/// `Active` leaves and, by autoref, the second for the others.
+pub struct PlainRead<'a, L>(pub &'a L);
+
+/// The machine value of a differentiated real leaf.
+pub trait ReadActive {
+    /// The machine float.
+    type Value;
+    /// Reads it.
+    fn plain(&self) -> Self::Value;
+}
+
+impl<S: Scalar> ReadActive for PlainRead<'_, Active<S>> {
+    type Value = S::Prim;
+    #[inline(always)]
+    fn plain(&self) -> S::Prim {
+        self.0 .0.to_prim()
+    }
+}
+
+/// A copy of any other field.
+pub trait ReadPlain {
+    /// The field's type.
+    type Value;
+    /// Copies it.
+    fn plain(&self) -> Self::Value;
+}
+
+impl<L: Clone> ReadPlain for &PlainRead<'_, L> {
+    type Value = L;
+    #[inline(always)]
+    fn plain(&self) -> L {
+        self.0.clone()
+    }
+}
+
 /// The twin of `value` on the pass's scalars, its differentiated reals
 /// lifted (a local built by a literal and passed whole: its differentiated
 /// fields are set on the twin next).

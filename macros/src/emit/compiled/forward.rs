@@ -796,8 +796,20 @@ impl Passes<'_> {
         if self.active(var) {
             quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#value #(.#members)*))
         } else {
-            quote!(::core::clone::Clone::clone(&#value #(.#members)*))
+            self.plain_field(quote!(#value #(.#members)*))
         }
+    }
+
+    /// The value of a field of a value of a user type, at `place`, where
+    /// it is not differentiated: a differentiated value's twin holds its
+    /// reals as scalars of the pass, read as machine floats; any other
+    /// field is copied (`PlainRead` tells them apart by the field's type).
+    pub(crate) fn plain_field(&self, place: TokenStream) -> TokenStream {
+        quote! {{
+            #[allow(unused_imports)]
+            use ::deltad::__private::{ReadActive as _, ReadPlain as _};
+            (&::deltad::__private::PlainRead(&#place)).plain()
+        }}
     }
 
     /// A new local buffer: `vec![..]` with its elements as scalars of the

@@ -40,7 +40,7 @@ impl Passes<'_> {
                     && matches!(self.function.vars[*var].origin, crate::ir::Origin::Field(_)) =>
             {
                 let place = self.field_place(*var);
-                quote!(::core::clone::Clone::clone(&#place))
+                self.plain_field(place)
             }
             ExprKind::Var(var) => {
                 let name = self.name(*var);
