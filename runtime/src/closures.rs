@@ -39,7 +39,7 @@
 
 use crate::dual::Dual;
 use crate::dual_vec::DualVec;
-use crate::forward::CHUNK;
+use crate::forward::{chunked_passes, CHUNK};
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 use crate::tape::Tape;
@@ -162,7 +162,7 @@ where
 /// Runs `f` once per chunk of 8 inputs of `x` (once if `x` is
 /// empty), the chunk's inputs seeded with `one` in their own lane, and
 /// hands each output to `read` with the chunk's first input; returns what
-/// `read` returned last.
+/// `read` returned for the first chunk.
 fn by_chunks<S: Scalar, R>(
     x: &[S],
     one: S,
@@ -170,21 +170,17 @@ fn by_chunks<S: Scalar, R>(
     mut read: impl FnMut(usize, DualVec<S, CHUNK>) -> R,
 ) -> R {
     let mut inputs: Vec<DualVec<S, CHUNK>> = x.iter().map(|&v| DualVec::constant(v)).collect();
-    let mut start = 0;
-    loop {
+    chunked_passes(x.len(), CHUNK, |start, _| {
         let end = (start + CHUNK).min(x.len());
         for (k, input) in inputs[start..end].iter_mut().enumerate() {
             input.tangents[k] = one;
         }
-        let last = read(start, f(&inputs));
+        let read = read(start, f(&inputs));
         for input in &mut inputs[start..end] {
             *input = DualVec::constant(input.value);
         }
-        start = end;
-        if start == x.len() {
-            return last;
-        }
-    }
+        Some(read)
+    })
 }
 
 /// Records `f` at `x` on `tape`, sweeps from its output with seed 1 and

@@ -220,21 +220,30 @@ macro_rules! value_tests {
     )*};
 }
 
+/// Trait methods that are the `Scalar` method of their name (here and in
+/// `real_field.rs`).
 macro_rules! unary_methods {
     ($($name:ident)*) => {$(
+        #[inline(always)]
         fn $name(self) -> Self {
             <Self as Scalar>::$name(self)
         }
     )*};
 }
+#[cfg(feature = "nalgebra")]
+pub(crate) use unary_methods;
 
+/// The same for methods of two numbers.
 macro_rules! binary_methods {
     ($($name:ident)*) => {$(
+        #[inline(always)]
         fn $name(self, other: Self) -> Self {
             <Self as Scalar>::$name(self, other)
         }
     )*};
 }
+#[cfg(feature = "nalgebra")]
+pub(crate) use binary_methods;
 
 /// `self - other` where it is positive, else 0 (NaN if either is NaN), as
 /// the C `fdim` num-traits' `abs_sub` follows.

@@ -26,8 +26,8 @@ use crate::tape::{DeltaId, Tape};
 pub struct ForwardSeeds<S> {
     next: usize,
     start: usize,
+    /// The differentiated inputs, numbered by the first pass (`start` 0).
     ids: Vec<DeltaId>,
-    first_pass: bool,
     scalar: PhantomData<S>,
 }
 
@@ -38,7 +38,7 @@ impl<S: Scalar> ForwardSeeds<S> {
         let Some(id) = real.id() else {
             return dual;
         };
-        if self.first_pass {
+        if self.start == 0 {
             self.ids.push(id);
         }
         if let Some(lane) = self.next.checked_sub(self.start).filter(|&k| k < CHUNK) {
@@ -118,7 +118,6 @@ pub fn generic_forward<'t, S: Scalar>(
         next: 0,
         start: 0,
         ids: Vec::new(),
-        first_pass: true,
         scalar: PhantomData,
     };
     const {
@@ -133,7 +132,6 @@ pub fn generic_forward<'t, S: Scalar>(
     if count == 0 {
         return Real::constant(value);
     }
-    seeds.first_pass = false;
     let mut partials = Vec::with_capacity(count);
     let mut output = first;
     loop {

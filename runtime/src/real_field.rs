@@ -24,6 +24,7 @@ use simba::simd::SimdValue;
 
 use crate::dual::Dual;
 use crate::dual_vec::DualVec;
+use crate::generic::{binary_methods, unary_methods};
 use crate::scalar::{Primitive, Scalar};
 
 macro_rules! real_field_for {
@@ -195,18 +196,6 @@ macro_rules! real_field_for {
                 self / factor
             }
             #[inline(always)]
-            fn signum(self) -> Self {
-                <Self as Scalar>::signum(self)
-            }
-            #[inline(always)]
-            fn abs(self) -> Self {
-                <Self as Scalar>::abs(self)
-            }
-            #[inline(always)]
-            fn hypot(self, other: Self) -> Self {
-                <Self as Scalar>::hypot(self, other)
-            }
-            #[inline(always)]
             fn conjugate(self) -> Self {
                 self
             }
@@ -227,10 +216,6 @@ macro_rules! real_field_for {
             fn powi(self, n: i32) -> Self {
                 <Self as Scalar>::powi(self, n)
             }
-            #[inline(always)]
-            fn powf(self, n: Self) -> Self {
-                <Self as Scalar>::powf(self, n)
-            }
             /// `powf`: the exponent of a real is real.
             #[inline(always)]
             fn powc(self, n: Self) -> Self {
@@ -246,8 +231,10 @@ macro_rules! real_field_for {
             fn try_sqrt(self) -> Option<Self> {
                 (self >= <Self as Scalar>::zero()).then(|| <Self as Scalar>::sqrt(self))
             }
-            unary_methods!(floor ceil round trunc fract recip sin cos tan asin acos atan sinh
-                cosh tanh asinh acosh atanh log2 log10 ln ln_1p sqrt exp exp2 exp_m1 cbrt);
+            unary_methods!(signum abs floor ceil round trunc fract recip sin cos tan asin acos
+                atan sinh cosh tanh asinh acosh atanh log2 log10 ln ln_1p sqrt exp exp2 exp_m1
+                cbrt);
+            binary_methods!(hypot powf);
         }
 
         impl<$($params)*> RealField for $ty
@@ -264,27 +251,12 @@ macro_rules! real_field_for {
             fn is_sign_negative(&self) -> bool {
                 Primitive::is_sign_negative(self.to_prim())
             }
-            #[inline(always)]
-            fn copysign(self, sign: Self) -> Self {
-                <Self as Scalar>::copysign(self, sign)
-            }
-            #[inline(always)]
-            fn max(self, other: Self) -> Self {
-                <Self as Scalar>::max(self, other)
-            }
-            #[inline(always)]
-            fn min(self, other: Self) -> Self {
-                <Self as Scalar>::min(self, other)
-            }
             /// `max(min)` then `min(max)`, with their rules.
             #[inline(always)]
             fn clamp(self, min: Self, max: Self) -> Self {
                 <Self as Scalar>::min(<Self as Scalar>::max(self, min), max)
             }
-            #[inline(always)]
-            fn atan2(self, other: Self) -> Self {
-                <Self as Scalar>::atan2(self, other)
-            }
+            binary_methods!(copysign max min atan2);
             /// The machine float's lowest finite value, a constant.
             fn min_value() -> Option<Self> {
                 Some(Self::from_prim(S::Prim::MIN))
@@ -299,15 +271,6 @@ macro_rules! real_field_for {
                 e: E, log2_e: LOG2_E, log10_e: LOG10_E, ln_2: LN_2, ln_10: LN_10);
         }
     };
-}
-
-macro_rules! unary_methods {
-    ($($name:ident)*) => {$(
-        #[inline(always)]
-        fn $name(self) -> Self {
-            <Self as Scalar>::$name(self)
-        }
-    )*};
 }
 
 /// Each constant is `f64`'s, rounded to the machine float.
