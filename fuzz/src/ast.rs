@@ -142,6 +142,14 @@ pub enum Stmt {
         op: AssignOp,
         value: Expr,
     },
+    /// `for var in start..name.len() { name[var] = value; }`: a buffer
+    /// overwritten element by element at the loop's variable.
+    Refill {
+        name: String,
+        var: String,
+        start: usize,
+        value: Expr,
+    },
     If {
         cond: Cond,
         then: Vec<Stmt>,

@@ -231,6 +231,16 @@ fn stmt(w: &mut Writer, s: &Stmt) {
             w.line(&format!("    {name}[at] {} {};", op_str(*op), expr(value)));
             w.line("}");
         }
+        Stmt::Refill {
+            name,
+            var,
+            start,
+            value,
+        } => {
+            w.line(&format!("for {var} in {start}..{name}.len() {{"));
+            w.line(&format!("    {name}[{var}] = {};", expr(value)));
+            w.line("}");
+        }
         Stmt::If { cond: c, then, els } => {
             if els.is_empty() {
                 braced(w, &format!("if {}", cond(c)), then, "");

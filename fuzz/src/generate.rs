@@ -133,6 +133,7 @@ enum S {
     Assign,
     LetBuf,
     BufAssign,
+    Refill,
     LetStruct,
     LetCall,
     ForStructs,
@@ -388,6 +389,14 @@ impl Gen {
             (S::LetBuf, if straight { 0 } else { 4 }),
             (S::BufAssign, if has_buf && !straight { 10 } else { 0 }),
             (
+                S::Refill,
+                if has_buf && !straight && self.loop_levels.len() < 2 {
+                    4
+                } else {
+                    0
+                },
+            ),
+            (
                 S::LetStruct,
                 if self.uses_struct && !straight { 4 } else { 0 },
             ),
@@ -431,6 +440,7 @@ impl Gen {
             S::Assign => vec![self.assign()],
             S::LetBuf => vec![self.let_buf()],
             S::BufAssign => vec![self.buf_assign()],
+            S::Refill => vec![self.refill()],
             S::LetStruct => {
                 let (a, _) = self.real_capped(2);
                 let (b, _) = self.real_capped(2);
@@ -722,6 +732,33 @@ impl Gen {
             name,
             index,
             op,
+            value,
+        }
+    }
+
+    /// A loop overwriting a buffer from `start` on, element by element at
+    /// its variable (`start` past the end: no iteration).
+    fn refill(&mut self) -> Stmt {
+        let candidates = self.writable_bufs();
+        let i = *self.rng.pick(&candidates);
+        let name = self.vars[i].name.clone();
+        let len = match self.vars[i].kind {
+            Kind::Buf(n) => n,
+            _ => 0,
+        };
+        let start = self.rng.range(0, len + 1);
+        self.enter_loop(len, LoopKind::Plain);
+        let var = self.name("i");
+        self.declare(&var, Kind::Int(len.max(1)), len as f64, false);
+        let (e, be) = self.real(2);
+        let (value, be) = self.squash(e, be);
+        self.vars.retain(|v| v.name != var);
+        self.loop_levels.pop();
+        self.vars[i].bound = self.vars[i].bound.max(be);
+        Stmt::Refill {
+            name,
+            var,
+            start,
             value,
         }
     }

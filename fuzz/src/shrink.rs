@@ -291,7 +291,7 @@ impl Mutator {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } | Stmt::Return(value) => {
                 self.expr(value)
             }
-            Stmt::BufAssign { value, .. } => self.expr(value),
+            Stmt::BufAssign { value, .. } | Stmt::Refill { value, .. } => self.expr(value),
             Stmt::LetStruct { a, b, .. } => {
                 self.expr(a);
                 self.expr(b);
@@ -519,7 +519,8 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
             Stmt::Let { value, .. }
             | Stmt::Assign { value, .. }
             | Stmt::Return(value)
-            | Stmt::BufAssign { value, .. } => visit_expr(value, e),
+            | Stmt::BufAssign { value, .. }
+            | Stmt::Refill { value, .. } => visit_expr(value, e),
             Stmt::LetStruct { a, b, .. } => {
                 visit_expr(a, e);
                 visit_expr(b, e);
@@ -578,7 +579,8 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
             Stmt::Let { value, .. }
             | Stmt::Assign { value, .. }
             | Stmt::Return(value)
-            | Stmt::BufAssign { value, .. } => visit_expr_mut(value, f),
+            | Stmt::BufAssign { value, .. }
+            | Stmt::Refill { value, .. } => visit_expr_mut(value, f),
             Stmt::LetStruct { a, b, .. } => {
                 visit_expr_mut(a, f);
                 visit_expr_mut(b, f);

@@ -174,6 +174,18 @@ impl Env<'_> {
                     && self.iexpr(index)
                     && self.expr(value)
             }
+            Stmt::Refill {
+                name, var, value, ..
+            } => {
+                if !self.is(name, |k| k == Kind::Buf) || self.frozen.contains(name) {
+                    return false;
+                }
+                let saved = self.vars.clone();
+                self.vars.push((var.clone(), Kind::Int));
+                let ok = self.expr(value);
+                self.vars = saved;
+                ok
+            }
             Stmt::If { cond, then, els } => self.cond(cond) && self.block(then) && self.block(els),
             Stmt::Match { scrut, arms } => {
                 arms.len() >= 2 && self.iexpr(scrut) && arms.iter().all(|a| self.block(a))

@@ -9,6 +9,7 @@
 pub(crate) mod activity;
 pub(crate) mod fields;
 pub(crate) mod keep;
+pub(crate) mod loop_saves;
 pub(crate) mod mode;
 pub(crate) mod narrow;
 pub(crate) mod positions;
@@ -51,6 +52,7 @@ pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Anal
     let positions = positions::Positions::new(function);
     let (mut plan, reads) = reverse::plan(function, &active, &positions, &types)?;
     plan.saves = saves::decide(function, &plan, &reads, &positions);
+    plan.kept_before = loop_saves::decide(function, &mut plan, &active);
     Ok(Analysis {
         active,
         types,

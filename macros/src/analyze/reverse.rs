@@ -67,6 +67,9 @@ pub(crate) struct Plan {
     /// adjoint (of a restored variable, unless undone by arithmetic or not
     /// needed: `saves.rs` decides, after the rest of the plan).
     pub saves: Vec<bool>,
+    /// Per statement (`for` loops): buffers whose elements the loop
+    /// overwrites, kept in one copy before it (`loop_saves.rs`).
+    pub kept_before: Vec<Vec<VarId>>,
     /// Per statement: an integer `+= k`/`-= k` the adjoint undoes.
     pub inverted: Vec<bool>,
     /// Per statement (`if`): the decision is kept (else evaluated again).
@@ -131,6 +134,7 @@ pub(crate) fn plan(
             establish_len: vec![Establish::None; vars],
             restored: vec![false; vars],
             saves: vec![false; stmts],
+            kept_before: vec![Vec::new(); stmts],
             inverted: vec![false; stmts],
             push_decision: vec![false; stmts],
             loops: vec![LoopPlan::Reversed; function.loops.len()],

@@ -46,8 +46,8 @@ pub use params::{
 };
 pub use result_use::{ResultUse, Unvalued, Valued};
 pub use stack::{
-    checkpoint_segment, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord, Record, Reserved,
-    Stack, StackStats,
+    checkpoint_segment, keep_range, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord,
+    Record, Reserved, Stack, StackStats,
 };
 pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,

@@ -410,6 +410,14 @@ impl<S: Scalar> Stack<S> {
         self.reals.truncate(start);
     }
 
+    /// Puts back the elements of `buffer` that [`keep_range`] kept, for
+    /// the same range.
+    #[inline(always)]
+    pub fn restore_range(&mut self, buffer: &mut [S], start: usize, end: usize) {
+        let end = end.min(buffer.len());
+        self.pop_reals_into(&mut buffer[start.min(end)..end]);
+    }
+
     /// The discrete value pushed last, as the type it was pushed as.
     #[inline(always)]
     pub fn pop_bits<T: Bits>(&mut self) -> T {
@@ -537,6 +545,17 @@ impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
         stack.pop_reals_into(&mut values);
         values
     }
+}
+
+/// The elements `start..end` of a buffer that a loop is about to overwrite
+/// one by one, kept in one copy (the adjoint puts them back with
+/// [`Stack::restore_range`] after running the loop backwards). The range is cut
+/// to the buffer: a loop running past its end panics at the first write
+/// there, so nothing after it reads what was kept.
+#[inline(always)]
+pub fn keep_range<S: Copy, R: Record<S>>(rec: &mut R, buffer: &[S], start: usize, end: usize) {
+    let end = end.min(buffer.len());
+    rec.reals(&buffer[start.min(end)..end]);
 }
 
 /// A discrete value as a 64-bit word and back: integers up to 64 bits,

@@ -616,12 +616,27 @@ impl Passes<'_> {
                             each,
                             after,
                         } = rolled;
-                        guard(quote!({
+                        let reversed = guard(quote!({
                             #before
                             let #walk = #range;
                             { #narrowed for #pattern in #backwards { #body #each } }
                             #after
-                        }))
+                        }));
+                        let kept_before = &plan.kept_before[stmt.id];
+                        if kept_before.is_empty() {
+                            return reversed;
+                        }
+                        // The elements kept before the loop, put back after it.
+                        let stack = self.stack();
+                        let restores = kept_before.iter().rev().map(|&var| {
+                            let name = self.name(var);
+                            quote!(#stack.restore_range(&mut #name[..], #walk.start, #walk.end);)
+                        });
+                        quote!({
+                            #reversed
+                            let #walk = #range;
+                            #(#restores)*
+                        })
                     }
                     LoopPlan::Counted => {
                         let count = count_local(*id);

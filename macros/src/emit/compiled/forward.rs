@@ -12,7 +12,7 @@
 //! An exit (`break`, `continue`, `return`) pushes, for every construct it
 //! leaves, what that construct's end would have pushed.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
 use super::values::Side;
@@ -591,6 +591,8 @@ impl Passes<'_> {
                 if plan.loops[*id] == LoopPlan::Checkpointed && plan.has_reverse[stmt.id] {
                     return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
                 }
+                let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
+                let kept_before = self.keep_before(stmt.id, &walk);
                 if let Some(pushes) = self.room_per_iteration(stmt) {
                     let (reals, words, flags) = (pushes.reals, pushes.words, pushes.flags);
                     // Room for every push of the loop, reserved before it
@@ -599,7 +601,6 @@ impl Passes<'_> {
                     let own = usize::from(
                         plan.has_reverse[stmt.id] && plan.loops[*id] == LoopPlan::Counted,
                     );
-                    let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
                     let count = format_ident!("__deltad_iterations", span = Span::mixed_site());
                     let (rec, room) = (self.rec(), names::room());
                     self.in_room.set(true);
@@ -613,8 +614,23 @@ impl Passes<'_> {
                     self.in_room.set(false);
                     return quote! {{
                         let #walk = #range;
+                        #kept_before
                         let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
                         let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own, #count * #flags);
+                        #looped
+                    }};
+                }
+                if !kept_before.is_empty() {
+                    let looped = self.fwd_loop(
+                        stmt.id,
+                        *id,
+                        frames,
+                        body,
+                        |label, body| quote!(#label for #pattern in #walk #body),
+                    );
+                    return quote! {{
+                        let #walk = #range;
+                        #kept_before
                         #looped
                     }};
                 }
@@ -670,6 +686,20 @@ impl Passes<'_> {
             StmtKind::Block(block) => self.fwd_block(block, frames),
             StmtKind::Effect(effect) => self.effect(effect),
         }
+    }
+
+    /// The elements of the buffers a `for` loop over `walk` overwrites one
+    /// by one, kept in one copy before it (`analyze/loop_saves.rs`).
+    fn keep_before(&self, stmt: StmtId, walk: &Ident) -> TokenStream {
+        if self.recording.get() == Recording::Silent {
+            return TokenStream::new();
+        }
+        let rec = self.rec();
+        let keeps = self.analysis.plan.kept_before[stmt].iter().map(|&var| {
+            let name = self.name(var);
+            quote!(::deltad::__private::keep_range(#rec, &#name[..], #walk.start, #walk.end);)
+        });
+        quote!(#(#keeps)*)
     }
 
     /// A loop, counting its iterations when the adjoint needs the count.

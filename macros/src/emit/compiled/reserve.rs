@@ -180,7 +180,8 @@ impl Passes<'_> {
             | StmtKind::Loop { id, body } => {
                 // An inner loop may only be free of pushes.
                 let counted = plan.has_reverse[stmt.id] && plan.loops[*id] == LoopPlan::Counted;
-                if counted || !self.block_pushes(body)?.is_none() {
+                let kept_before = !plan.kept_before[stmt.id].is_empty();
+                if counted || kept_before || !self.block_pushes(body)?.is_none() {
                     return None;
                 }
                 Pushes::NONE
