@@ -47,7 +47,7 @@ pub(crate) fn decide(function: &Function, plan: &mut Plan, active: &[bool]) -> V
             || plan.exits[stmt.id]
             || range.reversed
             || range.inclusive
-            || leaves_early(body)
+            || body.has_jump()
             || assigns(body, *index)
         {
             return;
@@ -93,18 +93,6 @@ pub(crate) fn decide(function: &Function, plan: &mut Plan, active: &[bool]) -> V
         kept_before[for_stmt].push(buffer);
     }
     kept_before
-}
-
-/// True if a `break`, `continue` or `return` lies anywhere in `body`.
-fn leaves_early(body: &Block) -> bool {
-    let mut found = false;
-    body.each_stmt(&mut |stmt| {
-        found |= matches!(
-            stmt.kind,
-            StmtKind::Break { .. } | StmtKind::Continue { .. } | StmtKind::Return
-        );
-    });
-    found
 }
 
 /// True if `body` assigns `var` whole.

@@ -531,6 +531,18 @@ impl BufferRef {
 }
 
 impl Block {
+    /// True if the block holds a `break`, `continue` or `return` anywhere.
+    pub(crate) fn has_jump(&self) -> bool {
+        let mut found = false;
+        self.each_stmt(&mut |s| {
+            found |= matches!(
+                s.kind,
+                StmtKind::Break { .. } | StmtKind::Continue { .. } | StmtKind::Return
+            )
+        });
+        found
+    }
+
     /// Calls `f` on every statement of the block, nested ones included, in
     /// order (a statement before the statements inside it).
     pub(crate) fn each_stmt<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {

@@ -82,7 +82,7 @@ impl Passes<'_> {
         let StmtKind::For { body, .. } = &stmt.kind else {
             return None;
         };
-        if plan.exits[stmt.id] || has_jump(body) || !plan.has_reverse[stmt.id] {
+        if plan.exits[stmt.id] || body.has_jump() || !plan.has_reverse[stmt.id] {
             return None;
         }
         // Nothing is kept inside a checkpointed loop's forward pass.
@@ -190,16 +190,4 @@ impl Passes<'_> {
             StmtKind::Break { .. } | StmtKind::Continue { .. } | StmtKind::Return => return None,
         })
     }
-}
-
-/// True if `block` holds a `break`, `continue` or `return` anywhere.
-fn has_jump(block: &Block) -> bool {
-    let mut found = false;
-    block.each_stmt(&mut |s| {
-        found |= matches!(
-            s.kind,
-            StmtKind::Break { .. } | StmtKind::Continue { .. } | StmtKind::Return
-        )
-    });
-    found
 }
