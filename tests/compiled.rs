@@ -2191,3 +2191,34 @@ fn loops_overwriting_a_buffer_keep_its_elements_in_one_copy() {
         }
     }
 }
+
+// A buffer overwritten whole after a loop wrote all of its elements
+// (so the assignment keeps nothing of its contents) by one of another
+// length: the adjoint gives it its old length back before the reverse of
+// that loop puts its old elements back (it indexed past the new length).
+both!(reassigned_shorter, reassigned_shorter_tape, fn(x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut t = vec![0.0; n];
+    let mut s = 0.0;
+    for k in 0..3 {
+        for j in 0..n {
+            t[j] = x[j] * (k as f64 + 1.0);
+        }
+        s += t[0] * t[n - 1];
+    }
+    for j in 0..n {
+        t[j] = x[j] * 0.5;
+    }
+    t = vec![x[0]; 1];
+    s + t[0] * t[0]
+});
+
+#[test]
+fn a_buffer_reassigned_with_another_length_gets_its_length_back() {
+    let x = [0.5, -1.0, 2.0, 0.3];
+    let g = reassigned_shorter::grad(&x).x;
+    let tape = reassigned_shorter_tape::grad(&x).x;
+    assert_close_tol(&g, &tape, 1e-12, "compiled against the tape");
+    let fd = finite_difference(reassigned_shorter, &x);
+    assert_close(&g, &fd, "against finite differences");
+}

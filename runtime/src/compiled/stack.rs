@@ -411,11 +411,15 @@ impl<S: Scalar> Stack<S> {
     }
 
     /// Puts back the elements of `buffer` that [`keep_range`] kept, for
-    /// the same range.
+    /// the same range. The forward pass completed, so it kept exactly
+    /// `start..end` (nothing where that is empty); the range is not cut
+    /// here: a buffer shorter than it now panics rather than take other
+    /// values off the stack.
     #[inline(always)]
     pub fn restore_range(&mut self, buffer: &mut [S], start: usize, end: usize) {
-        let end = end.min(buffer.len());
-        self.pop_reals_into(&mut buffer[start.min(end)..end]);
+        if start < end {
+            self.pop_reals_into(&mut buffer[start..end]);
+        }
     }
 
     /// The discrete value pushed last, as the type it was pushed as.
@@ -550,8 +554,8 @@ impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
 /// The elements `start..end` of a buffer that a loop is about to overwrite
 /// one by one, kept in one copy (the adjoint puts them back with
 /// [`Stack::restore_range`] after running the loop backwards). The range is cut
-/// to the buffer: a loop running past its end panics at the first write
-/// there, so nothing after it reads what was kept.
+/// to the buffer, so that a loop running past its end panics where the
+/// plain function does (at its first write there), before any adjoint.
 #[inline(always)]
 pub fn keep_range<S: Copy, R: Record<S>>(rec: &mut R, buffer: &[S], start: usize, end: usize) {
     let end = end.min(buffer.len());

@@ -106,10 +106,15 @@ impl Passes<'_> {
     }
 
     /// True if the whole-buffer assignment `stmt` to `var` keeps the old
-    /// length for the adjoint (a `Vec` whose contents are not kept anyway).
+    /// length for the adjoint (a `Vec` whose contents are not kept anyway):
+    /// for its adjoint, and for its value where earlier writes put its
+    /// elements back (a restored variable whose contents this assignment
+    /// need not keep, since they were all written again just before: the
+    /// adjoint gives the buffer its old length back, and the reverse of
+    /// those writes its old elements).
     pub(crate) fn keeps_length(&self, stmt: StmtId, var: VarId, first: bool) -> bool {
         !first
-            && self.useful(var)
+            && (self.useful(var) || self.analysis.plan.restored[var])
             && !self.function.vars[var].array
             && !self.analysis.plan.saves[stmt]
     }
@@ -222,7 +227,9 @@ impl Passes<'_> {
             quote!(#restore let #old_length: usize = #name.len();)
         } else if self.keeps_length(stmt, var, first) {
             let pop = self.pop_bits(quote!(usize));
-            quote!(let #old_length: usize = #pop;)
+            let resize = self.analysis.plan.restored[var]
+                .then(|| quote!(#name.resize(#old_length, ::deltad::__private::Scalar::zero());));
+            quote!(let #old_length: usize = #pop; #resize)
         } else {
             quote!(let #old_length: usize = #adjoint.len();)
         };
