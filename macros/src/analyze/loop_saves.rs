@@ -22,8 +22,7 @@
 use crate::analyze::keep::kept_partials;
 use crate::analyze::reverse::{Establish, LoopPlan, Plan};
 use crate::ir::{
-    AssignOp, Block, CallArg, Expr, ExprKind, Function, Origin, Place, StmtId, StmtKind, VarId,
-    VarKind,
+    AssignOp, Block, Expr, ExprKind, Function, Origin, Place, StmtId, StmtKind, VarId, VarKind,
 };
 
 /// Per statement (`for` loops): the buffers whose overwritten elements the
@@ -120,28 +119,7 @@ fn mentions(body: &Block, var: VarId) -> usize {
             _ => {}
         }
         stmt.each_expr(&mut |expr| {
-            expr.each_subexpr(&mut |e| match &e.kind {
-                ExprKind::Var(v) | ExprKind::Elem(v, _) | ExprKind::Len(v) if *v == var => {
-                    count += 1
-                }
-                ExprKind::Field { base, .. } if *base == var => count += 1,
-                ExprKind::Opaque { reads, .. } => {
-                    count += reads.iter().filter(|&&v| v == var).count()
-                }
-                ExprKind::Primitive(_, buffers) => {
-                    count += buffers.iter().filter(|b| b.var == var).count()
-                }
-                ExprKind::Call(call) => {
-                    for arg in &call.args {
-                        match arg {
-                            CallArg::Buffer(buffer) if buffer.var == var => count += 1,
-                            CallArg::Struct { var: v, .. } if *v == var => count += 1,
-                            _ => {}
-                        }
-                    }
-                }
-                _ => {}
-            })
+            expr.each_subexpr(&mut |e| e.each_named(&mut |v| count += usize::from(v == var)))
         });
     });
     count

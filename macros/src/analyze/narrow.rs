@@ -10,7 +10,7 @@
 //! that no index in the loop is out of bounds (no check per element, and
 //! loops it can vectorise).
 
-use crate::ir::{Block, CallArg, ExprKind, LoopId, Place, StmtKind, VarId};
+use crate::ir::{Block, ExprKind, LoopId, Place, StmtKind, VarId};
 
 /// A buffer the loop indexes only at its variable.
 pub(crate) struct Indexed {
@@ -47,22 +47,7 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
         stmt.each_expr(&mut |expr| {
             expr.each_subexpr(&mut |e| match &e.kind {
                 ExprKind::Elem(var, at) if is_index(at) => at_index.push(*var),
-                ExprKind::Var(var) | ExprKind::Elem(var, _) | ExprKind::Len(var) => {
-                    elsewhere.push(*var)
-                }
-                ExprKind::Opaque { reads, .. } => elsewhere.extend(reads.iter().copied()),
-                ExprKind::Call(call) => {
-                    for arg in &call.args {
-                        match arg {
-                            CallArg::Buffer(buffer) => elsewhere.push(buffer.var),
-                            CallArg::Struct { var, .. } => elsewhere.push(*var),
-                            _ => {}
-                        }
-                    }
-                }
-                ExprKind::Primitive(_, buffers) => elsewhere.extend(buffers.iter().map(|b| b.var)),
-                ExprKind::Field { base, .. } => elsewhere.push(*base),
-                _ => {}
+                _ => e.each_named(&mut |var| elsewhere.push(var)),
             })
         });
     });

@@ -471,6 +471,30 @@ impl Expr {
         found
     }
 
+    /// Calls `f` on each variable this expression itself names (not its
+    /// subexpressions): a variable read, the buffer of an element or a
+    /// length, the base of a field, what an opaque expression reads, the
+    /// buffers and values of user types passed to a call or a vector
+    /// primitive.
+    pub(crate) fn each_named(&self, f: &mut dyn FnMut(VarId)) {
+        match &self.kind {
+            ExprKind::Var(var) | ExprKind::Elem(var, _) | ExprKind::Len(var) => f(*var),
+            ExprKind::Field { base, .. } => f(*base),
+            ExprKind::Opaque { reads, .. } => reads.iter().for_each(|&var| f(var)),
+            ExprKind::Primitive(_, buffers) => buffers.iter().for_each(|b| f(b.var)),
+            ExprKind::Call(call) => {
+                for arg in &call.args {
+                    match arg {
+                        CallArg::Buffer(buffer) => f(buffer.var),
+                        CallArg::Struct { var, .. } => f(*var),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Calls `f` on this expression and every subexpression.
     pub(crate) fn each_subexpr<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
         f(self);

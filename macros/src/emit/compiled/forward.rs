@@ -592,7 +592,22 @@ impl Passes<'_> {
                     return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
                 }
                 let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
+                // (Such a loop keeps nothing per iteration: it has no room.)
                 let kept_before = self.keep_before(stmt.id, &walk);
+                if !kept_before.is_empty() {
+                    let looped = self.fwd_loop(
+                        stmt.id,
+                        *id,
+                        frames,
+                        body,
+                        |label, body| quote!(#label for #pattern in #walk #body),
+                    );
+                    return quote! {{
+                        let #walk = #range;
+                        #kept_before
+                        #looped
+                    }};
+                }
                 if let Some(pushes) = self.room_per_iteration(stmt) {
                     let (reals, words, flags) = (pushes.reals, pushes.words, pushes.flags);
                     // Room for every push of the loop, reserved before it
@@ -614,23 +629,8 @@ impl Passes<'_> {
                     self.in_room.set(false);
                     return quote! {{
                         let #walk = #range;
-                        #kept_before
                         let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
                         let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own, #count * #flags);
-                        #looped
-                    }};
-                }
-                if !kept_before.is_empty() {
-                    let looped = self.fwd_loop(
-                        stmt.id,
-                        *id,
-                        frames,
-                        body,
-                        |label, body| quote!(#label for #pattern in #walk #body),
-                    );
-                    return quote! {{
-                        let #walk = #range;
-                        #kept_before
                         #looped
                     }};
                 }
