@@ -2222,3 +2222,227 @@ fn a_buffer_reassigned_with_another_length_gets_its_length_back() {
     let fd = finite_difference(reassigned_shorter, &x);
     assert_close(&g, &fd, "against finite differences");
 }
+
+// Long local buffers (past the length from which the adjoint gives the
+// memory of the buffers it is done with back to the stack, for the next
+// buffer a pass makes): slopes a callee returns, stages made per step, a
+// whole reassignment, an early exit in some steps and not others, a
+// shadowing `let`. The first call leaves spare buffers with the thread's
+// stack, the later ones run on them: every call must give the same
+// gradient, that of the tape and of finite differences (a buffer given
+// back while still read, or handed out with old contents, would not).
+macro_rules! long_steps {
+    ($name:ident, $slope:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $slope(x: &[f64], y: &[f64]) -> Vec<f64> {
+            let mut z = vec![0.0; x.len()];
+            z[0] = x[0];
+            for i in 1..x.len() {
+                z[i] = x[i] * y[i - 1].sin();
+            }
+            z
+        }
+
+        #[differentiate($engine)]
+        fn $name(x: &[f64], steps: usize, #[no_grad] limit: f64) -> f64 {
+            let n = x.len();
+            let mut y = vec![0.1; n];
+            let mut total = 0.0;
+            for k in 0..steps {
+                let k1 = $slope(x, &y);
+                let mut stage = vec![0.0; n];
+                for i in 0..n {
+                    stage[i] = y[i] + 0.01 * k1[i];
+                }
+                if stage[0] > limit {
+                    return total + stage[1] * stage[n - 1];
+                }
+                let k2 = $slope(x, &stage);
+                let mut next = vec![0.0; n];
+                for i in 0..n {
+                    next[i] = stage[i] + 0.01 * k2[i];
+                }
+                y = next;
+                total += y[k % n] * stage[(k + 1) % n];
+            }
+            let y = $slope(x, &y);
+            total + y[n - 1] * y[n / 2]
+        }
+    };
+}
+long_steps!(long_steps, long_slope, compiled);
+long_steps!(long_steps_tape, long_slope_tape, tape);
+
+#[differentiate(compiled)]
+fn long_states(x: &[f64]) -> Vec<f64> {
+    let mut y = long_slope(x, x);
+    for _ in 0..2 {
+        let next = long_slope(x, &y);
+        y = next;
+    }
+    y
+}
+
+#[differentiate(tape)]
+fn long_states_tape(x: &[f64]) -> Vec<f64> {
+    let mut y = long_slope_tape(x, x);
+    for _ in 0..2 {
+        let next = long_slope_tape(x, &y);
+        y = next;
+    }
+    y
+}
+
+#[test]
+fn long_buffers_reuse_the_memory_the_adjoint_gives_back() {
+    let mut rng = Rng::new(11);
+    let mut x = rng.vec(300, -1.0, 1.0);
+    // stage[0] is 0.1 + 0.01 x[0] (2k + 1) at step k: 0.105, 0.115, ...
+    x[0] = 0.5;
+    for (limit, what) in [(1.0, "no exit"), (0.12, "exit at step 2")] {
+        let tape = long_steps_tape::grad(&x, 4, limit).x;
+        let fd = finite_difference(|x| long_steps_tape(x, 4, limit), &x);
+        assert_close(&tape, &fd, &format!("{what}: the tape, finite differences"));
+        for call in 0..3 {
+            let g = long_steps::grad(&x, 4, limit).x;
+            assert_close_tol(&g, &tape, 1e-12, &format!("{what}, call {call}: the tape"));
+        }
+        let v = rng.vec(300, -1.0, 1.0);
+        let hv = long_steps::hvp(&x, 4, limit, &long_steps::Grad { x: v.clone() }).x;
+        let hv_tape = long_steps_tape::hvp(&x, 4, limit, &long_steps_tape::Grad { x: v }).x;
+        assert_close_tol(
+            &hv,
+            &hv_tape,
+            1e-10,
+            &format!("{what}: Hessian-vector product"),
+        );
+    }
+    // A Jacobian runs the adjoint once per output from copies of one
+    // record, made in the spare buffers of the copy.
+    let x = &x[..260];
+    let (value, rows) = long_states::jacobian(x);
+    let (tape_value, tape_rows) = long_states_tape::jacobian(x);
+    assert_eq!(value, tape_value);
+    for (k, (row, tape_row)) in rows.iter().zip(&tape_rows).enumerate() {
+        assert_close_tol(&row.x, &tape_row.x, 1e-12, &format!("Jacobian row {k}"));
+    }
+}
+
+// A buffer passed to two parameters of one call (`dot(x, x)`, a local
+// twice, two overlapping ranges of one buffer, the vector primitive): the
+// callee's adjoint adds the second argument's adjoint into a buffer of its
+// own, added into the buffer's after the call (both arguments borrowing
+// the one adjoint did not compile).
+macro_rules! passed_twice {
+    ($name:ident, $dot:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $dot(a: &[f64], b: &[f64]) -> f64 {
+            let mut s = 0.0;
+            for i in 0..a.len() {
+                s += a[i] * b[i].sin();
+            }
+            s
+        }
+
+        #[differentiate($engine)]
+        fn $name(x: &[f64], y: f64) -> f64 {
+            let v = vec![y, y * x[0], x[2]];
+            $dot(x, x) + $dot(&v, &v) * $dot(&x[..2], &x[1..3]) + deltad::dot(&x, &x) * y
+        }
+    };
+}
+passed_twice!(passed_twice, dot_sin, compiled);
+passed_twice!(passed_twice_tape, dot_sin_tape, tape);
+
+#[derive(deltad::Differentiable, Clone, Copy, Debug)]
+struct Bead {
+    at: f64,
+    charge: f64,
+}
+
+#[differentiate]
+fn coupling(a: &Bead, b: &Bead) -> f64 {
+    a.charge * b.charge / (1.0 + (a.at - b.at) * (a.at - b.at))
+}
+
+// The same with values of a user type: not on the compiled path yet (a
+// compile error with `compiled`, tests/ui/compiled-struct-fields.rs), so on
+// the tape.
+#[differentiate]
+fn bead_energy(beads: &[Bead], own: &Bead) -> f64 {
+    coupling(&beads[0], &beads[1]) + coupling(own, own)
+}
+
+#[test]
+fn a_value_passed_to_two_parameters_of_a_call() {
+    let x = [0.3, -0.8, 1.2, 0.5];
+    let (y, v) = (0.7, [0.2, -0.4, 0.9, 0.1]);
+    let (g, tape) = agree!(passed_twice, passed_twice_tape, (&x, y), "passed twice");
+    assert_close_tol(&g.x, &tape.x, 1e-12, "x: the tape");
+    near(g.y, tape.y, 1e-12, "y: the tape");
+    check_gradient(|x| passed_twice(x, y), &x, &g.x, "x: finite differences");
+    near(
+        g.y,
+        central(|y| passed_twice(&x, y), y),
+        1e-6,
+        "y: finite differences",
+    );
+    let hv = passed_twice::hvp(
+        &x,
+        y,
+        &passed_twice::Grad {
+            x: v.to_vec(),
+            y: 0.3,
+        },
+    );
+    let hv_tape = passed_twice_tape::hvp(
+        &x,
+        y,
+        &passed_twice_tape::Grad {
+            x: v.to_vec(),
+            y: 0.3,
+        },
+    );
+    assert_close_tol(&hv.x, &hv_tape.x, 1e-12, "Hessian-vector product x");
+    near(hv.y, hv_tape.y, 1e-12, "Hessian-vector product y");
+
+    let beads = [
+        Bead {
+            at: 0.2,
+            charge: 1.5,
+        },
+        Bead {
+            at: -0.6,
+            charge: -0.8,
+        },
+    ];
+    let own = Bead {
+        at: 0.4,
+        charge: 2.0,
+    };
+    let g = bead_energy::grad(&beads, &own);
+    // d/da.charge of a.charge b.charge / (1 + d²), d = a.at - b.at, and
+    // d/da.at = -2 d a.charge b.charge / (1 + d²)²; `own` with itself: d = 0.
+    let (a, b) = (beads[0], beads[1]);
+    let d = a.at - b.at;
+    let q = 1.0 + d * d;
+    let expected = [
+        -2.0 * d * a.charge * b.charge / (q * q),
+        b.charge / q,
+        2.0 * d * a.charge * b.charge / (q * q),
+        a.charge / q,
+    ];
+    let got = [
+        g.beads[0].at,
+        g.beads[0].charge,
+        g.beads[1].at,
+        g.beads[1].charge,
+    ];
+    assert_close_tol(&got, &expected, 1e-14, "beads: by hand");
+    assert_close_tol(
+        &[g.own.at, g.own.charge],
+        &[0.0, 2.0 * own.charge],
+        1e-14,
+        "own: by hand",
+    );
+}

@@ -98,6 +98,9 @@ publish = false
 
 [dependencies]
 deltad = { path = "ROOT" }
+# Every buffer of the compiled passes goes through the stack's spares (the
+# programs' buffers are shorter than the length from which users' do).
+deltad-runtime = { path = "ROOT/runtime", features = ["spare-every-buffer"] }
 
 # Not part of deltad's workspace.
 [workspace]

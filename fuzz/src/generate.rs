@@ -203,8 +203,9 @@ impl Gen {
                 ty: ParamTy::Real,
             });
         }
+        // (A helper with two slices is sometimes passed one buffer twice.)
         let slices = if helper {
-            usize::from(self.rng.chance(0.3))
+            self.rng.weighted(&[(0usize, 7), (1, 2), (2, 1)])
         } else {
             self.rng.weighted(&[(0usize, 3), (1, 4), (2, 2)])
         };

@@ -62,9 +62,10 @@ pub(crate) fn with_pooled_tape<S, R>(
 }
 
 /// Frees the tapes the calling thread keeps for reuse (of every scalar
-/// type). Gradient calls keep their tape's buffers, up to 1 GiB per tape,
-/// so that later calls allocate nothing; call this after a large gradient
-/// that will not be repeated soon to return that memory.
+/// type), and the compiled passes' stacks with the buffers their adjoints
+/// gave back. Gradient calls keep their tape's or stack's buffers, up to
+/// 1 GiB each, so that later calls allocate nothing; call this after a
+/// large gradient that will not be repeated soon to return that memory.
 ///
 /// ```
 /// #[deltad::differentiate]

@@ -43,3 +43,21 @@ fn count(x: f64) -> f64 {
 }
 
 fn main() {}
+
+#[differentiate]
+fn joined(a: &Spring, b: &Spring) -> f64 {
+    a.k * b.k
+}
+
+// One value, or two elements of one buffer, passed to two parameters of a
+// call: the callee's adjoint would add into one adjoint through two
+// borrows at once.
+#[differentiate(compiled)]
+fn joined_with_itself(s: &Spring) -> f64 {
+    joined(s, s)
+}
+
+#[differentiate(compiled)]
+fn neighbours(s: &[Spring]) -> f64 {
+    joined(&s[0], &s[1])
+}

@@ -4,6 +4,7 @@
 //! and tangents, recorded results read and seeded on a tape).
 
 use super::cotangent::Cotangent;
+use super::stack::Stack;
 use crate::dual::Dual;
 use crate::dual_vec::DualVec;
 use crate::real::Real;
@@ -59,6 +60,17 @@ pub trait ResultBuffer<S>: Sized {
     {
         Self::from_elements(elements.len(), |k| elements[k])
     }
+    /// `len` zeros (`-0.0`) for an adjoint, a `Vec` of them in memory given
+    /// back to `stack` if there is some ([`Cotangent::zeros_on`]).
+    fn zeros_on<T: Scalar>(stack: &mut Stack<T>, len: usize) -> Self
+    where
+        S: Cotangent<T>;
+    /// Gives the memory of an adjoint's buffer back to `stack` once the
+    /// adjoint is done with it ([`Cotangent::give_back`]; nothing for an
+    /// array).
+    fn give_back<T: Scalar>(&mut self, stack: &mut Stack<T>)
+    where
+        S: Cotangent<T>;
 }
 
 impl<S: Copy> ResultBuffer<S> for Vec<S> {
@@ -78,6 +90,20 @@ impl<S: Copy> ResultBuffer<S> for Vec<S> {
     fn from_vec(elements: Vec<S>) -> Self {
         elements
     }
+    #[inline(always)]
+    fn zeros_on<T: Scalar>(stack: &mut Stack<T>, len: usize) -> Self
+    where
+        S: Cotangent<T>,
+    {
+        S::zeros_on(stack, len)
+    }
+    #[inline(always)]
+    fn give_back<T: Scalar>(&mut self, stack: &mut Stack<T>)
+    where
+        S: Cotangent<T>,
+    {
+        S::give_back(stack, core::mem::take(self));
+    }
 }
 
 impl<S: Copy, const N: usize> ResultBuffer<S> for [S; N] {
@@ -93,6 +119,19 @@ impl<S: Copy, const N: usize> ResultBuffer<S> for [S; N] {
     #[inline]
     fn take(&mut self) -> Self {
         *self
+    }
+    #[inline(always)]
+    fn zeros_on<T: Scalar>(_: &mut Stack<T>, len: usize) -> Self
+    where
+        S: Cotangent<T>,
+    {
+        Self::from_elements(len, |_| -S::zero())
+    }
+    #[inline(always)]
+    fn give_back<T: Scalar>(&mut self, _: &mut Stack<T>)
+    where
+        S: Cotangent<T>,
+    {
     }
 }
 

@@ -18,6 +18,7 @@
 
 use core::ops::{Div, Mul};
 
+use super::stack::Stack;
 use crate::scalar::Scalar;
 
 /// The type of the adjoints of a compiled adjoint whose values are `S`.
@@ -30,6 +31,22 @@ pub trait Cotangent<S: Scalar>:
     fn lane(self, lane: usize) -> S;
     /// `value` as adjoint `lane`, the others zero.
     fn from_lane(lane: usize, value: S) -> Self;
+    /// A buffer of `len` zeros (`-0.0`) for an adjoint, in memory the
+    /// adjoint gave back to `stack` if the adjoints are the stack's
+    /// scalars (see [`Stack::filled`]).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn zeros_on(stack: &mut Stack<S>, len: usize) -> Vec<Self> {
+        let _ = stack;
+        super::repeated(-Self::zero(), len)
+    }
+    /// Gives an adjoint's buffer back to `stack` (kept if the adjoints are
+    /// the stack's scalars, else freed).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn give_back(stack: &mut Stack<S>, buffer: Vec<Self>) {
+        let _ = (stack, buffer);
+    }
 }
 
 impl<S: Scalar> Cotangent<S> for S {
@@ -41,6 +58,14 @@ impl<S: Scalar> Cotangent<S> for S {
     #[inline(always)]
     fn from_lane(_: usize, value: S) -> S {
         value
+    }
+    #[inline(always)]
+    fn zeros_on(stack: &mut Stack<S>, len: usize) -> Vec<S> {
+        stack.filled(-S::zero(), len)
+    }
+    #[inline(always)]
+    fn give_back(stack: &mut Stack<S>, buffer: Vec<S>) {
+        stack.give_back(buffer);
     }
 }
 

@@ -27,6 +27,7 @@ mod held;
 mod opaque;
 mod params;
 mod result_use;
+mod spares;
 mod stack;
 mod structs;
 

@@ -13,6 +13,7 @@
 use core::cell::RefCell;
 use std::thread::LocalKey;
 
+use super::spares::Spares;
 use crate::dual::Dual;
 use crate::scalar::Scalar;
 
@@ -42,6 +43,16 @@ pub trait Record<S> {
     /// (and no call, which would make the optimiser keep the loop's values
     /// in memory).
     fn reserve(&mut self, reals: usize, words: usize, flags: usize) -> Self::Reserved<'_>;
+    /// A new local buffer of `len` copies of `value` (`vec![value; len]`),
+    /// in memory an adjoint gave back if there is some (see
+    /// [`Stack::filled`]).
+    #[inline(always)]
+    fn filled(&mut self, value: S, len: usize) -> Vec<S>
+    where
+        S: Clone,
+    {
+        super::repeated(value, len)
+    }
 }
 
 /// Pushes into room reserved in advance. Pushing more than was reserved
@@ -112,28 +123,34 @@ pub struct Stack<S> {
     /// was last cleared (they leave the stack as the adjoint pops them).
     buffered_room: usize,
     buffered_room_peak: usize,
+    /// Long buffers the passes are done with, for the next ones they make
+    /// (not part of what is kept: see [`Stack::filled`]).
+    spares: Spares<S>,
 }
 
 impl<S: Clone> Clone for Stack<S> {
     fn clone(&self) -> Self {
-        Stack {
-            reals: self.reals.clone(),
-            bits: self.bits.clone(),
-            flags: self.flags.clone(),
-            flag_count: self.flag_count,
-            buffers: self.buffers.clone(),
-            buffered_room: self.buffered_room,
-            buffered_room_peak: self.buffered_room_peak,
-        }
+        let mut copy = Stack::default();
+        copy.clone_from(self);
+        copy
     }
+    /// (The copies of whole buffers are made in this stack's spare ones,
+    /// and what it held goes to its spares: a Jacobian copying the forward
+    /// pass's record once per output allocates nothing after the first.)
     fn clone_from(&mut self, source: &Self) {
         self.reals.clone_from(&source.reals);
         self.bits.clone_from(&source.bits);
         self.flags.clone_from(&source.flags);
         self.flag_count = source.flag_count;
-        self.buffers.clone_from(&source.buffers);
-        self.buffered_room = source.buffered_room;
-        self.buffered_room_peak = source.buffered_room_peak;
+        for buffer in self.buffers.drain(..) {
+            self.spares.give_back(buffer);
+        }
+        let spares = &mut self.spares;
+        self.buffers
+            .extend(source.buffers.iter().map(|buffer| spares.copy_of(buffer)));
+        // (The copies' capacities, which the pops take off.)
+        self.buffered_room = self.buffers.iter().map(Vec::capacity).sum();
+        self.buffered_room_peak = source.buffered_room_peak.max(self.buffered_room);
     }
 }
 
@@ -147,6 +164,7 @@ impl<S> Default for Stack<S> {
             buffers: Vec::new(),
             buffered_room: 0,
             buffered_room_peak: 0,
+            spares: Spares::default(),
         }
     }
 }
@@ -206,6 +224,10 @@ impl<S: Scalar> Record<S> for Stack<S> {
     #[inline(always)]
     fn reals(&mut self, values: &[S]) {
         self.reals.extend_from_slice(values);
+    }
+    #[inline(always)]
+    fn filled(&mut self, value: S, len: usize) -> Vec<S> {
+        Stack::filled(self, value, len)
     }
     #[inline(always)]
     fn buffer(&mut self, values: Vec<S>) {
@@ -372,7 +394,9 @@ impl<S: Scalar> Stack<S> {
         let Some(start) = self.reals.len().checked_sub(len) else {
             underflow()
         };
-        self.reals.split_off(start)
+        let popped = self.spares.copy_of(&self.reals[start..]);
+        self.reals.truncate(start);
+        popped
     }
 
     /// The last `len` reals, into `into` (its contents replaced, its
@@ -385,6 +409,22 @@ impl<S: Scalar> Stack<S> {
         into.clear();
         into.extend_from_slice(&self.reals[start..]);
         self.reals.truncate(start);
+    }
+
+    /// `len` copies of `value` in a buffer of its own (a new local buffer,
+    /// an adjoint's storage): a long one in the memory of a buffer given
+    /// back by [`give_back`](Self::give_back) if there is one, which this
+    /// stack keeps for its next call (see `spares.rs`).
+    #[inline(always)]
+    pub fn filled(&mut self, value: S, len: usize) -> Vec<S> {
+        self.spares.filled(value, len)
+    }
+
+    /// Gives a buffer the adjoint is done with back, for
+    /// [`filled`](Self::filled).
+    #[inline]
+    pub fn give_back(&mut self, buffer: Vec<S>) {
+        self.spares.give_back(buffer);
     }
 
     /// The buffer kept last by [`Record::buffer`].
@@ -487,9 +527,12 @@ impl<S: Scalar> Stack<S> {
     }
 
     /// Gives back reserved memory above `bytes` (words and decisions first
-    /// get at most a quarter of it each).
+    /// get at most a quarter of it each); spare buffers are freed first,
+    /// down to what the rest leaves.
     fn trim(&mut self, bytes: usize) {
-        if self.stats().bytes_reserved <= bytes {
+        let reserved = self.stats().bytes_reserved;
+        self.spares.trim(bytes.saturating_sub(reserved));
+        if reserved <= bytes {
             return;
         }
         let real = core::mem::size_of::<S>().max(1);
@@ -511,6 +554,9 @@ pub trait KeptWhole<S>: Sized {
     fn keep<R: Record<S>>(self, rec: &mut R);
     /// The buffer of this kind kept last.
     fn pop_kept(stack: &mut Stack<S>) -> Self;
+    /// Gives the buffer's memory back to `stack` once the adjoint is done
+    /// with it (see [`Stack::give_back`]; nothing for an array).
+    fn give_back(&mut self, stack: &mut Stack<S>);
 }
 
 /// From this many elements on, a kept `Vec` is moved, not copied.
@@ -536,6 +582,10 @@ impl<S: Scalar> KeptWhole<S> for Vec<S> {
             len => stack.pop_reals(len as usize),
         }
     }
+    #[inline(always)]
+    fn give_back(&mut self, stack: &mut Stack<S>) {
+        stack.give_back(core::mem::take(self));
+    }
 }
 
 impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
@@ -549,6 +599,8 @@ impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
         stack.pop_reals_into(&mut values);
         values
     }
+    #[inline(always)]
+    fn give_back(&mut self, _: &mut Stack<S>) {}
 }
 
 /// The elements `start..end` of a buffer that a loop is about to overwrite

@@ -139,12 +139,21 @@ impl Passes<'_> {
             .result_struct
             .is_none()
             .then(|| quote!(let mut #result_adjoint: #adjoint_type = #out;));
+        // The result's adjoint (a buffer the caller made) given back when
+        // the body is done with it (see `give_backs`).
+        let give_back_result = (self.function.result_struct.is_none()
+            && self.is_buffer(self.function.result))
+        .then(|| {
+            let (adjoint, stack) = (self.adjoint(self.function.result), self.stack());
+            quote!(::deltad::__private::ResultBuffer::give_back(&mut #adjoint, &mut *#stack);)
+        });
         quote! {
             #prologue
             #result_adjoint
             #(#lengths)*
             #(#params)*
             #body
+            #give_back_result
             #(#adds)*
         }
     }
@@ -282,7 +291,48 @@ impl Passes<'_> {
             .filter(|&k| k != from || rev_first)
             .map(|k| self.rev_stmt(&stmts[k], visible))
             .collect();
-        quote!({ #(#prelude)* #nested #(#reversed)* })
+        let reaches_end = block.id == self.function.body.id && end + 1 == stmts.len();
+        let give_backs = self.give_backs(&stmts[from..=end], rev_first, reaches_end);
+        quote!({ #(#prelude)* #nested #(#reversed)* #(#give_backs)* })
+    }
+
+    /// Where the scopes of the `let`s of `stmts` end in reverse (their
+    /// reverse done): the memory of the buffers the adjoint made for them
+    /// (a value popped or made again, an adjoint's storage) given back to
+    /// the stack, for the next buffer a pass makes (`Stack::give_back`).
+    /// Not for the first if its reverse comes after (`rev_first` false: a
+    /// shadowing `let`), nor for an adjoint made at the result unless
+    /// `reaches_end`, the segment holding the function's last statement,
+    /// which makes it (else an exit may skip that statement).
+    fn give_backs(&self, stmts: &[Stmt], rev_first: bool, reaches_end: bool) -> Vec<TokenStream> {
+        let plan = &self.analysis.plan;
+        let (s, stack) = (&self.scalar, self.stack());
+        let mut gives = Vec::new();
+        for (k, stmt) in stmts.iter().enumerate() {
+            let StmtKind::Let { var, init } = &stmt.kind else {
+                continue;
+            };
+            let var = *var;
+            if (k == 0 && !rev_first) || !self.is_buffer(var) {
+                continue;
+            }
+            let made_here = match plan.establish[var] {
+                Establish::Pop => true,
+                Establish::Recompute => {
+                    matches!(init.as_ref().map(|i| &i.kind), Some(ExprKind::NewBuffer(_)))
+                }
+                _ => false,
+            };
+            if made_here && self.active(var) {
+                let name = self.name(var);
+                gives.push(quote!(::deltad::__private::KeptWhole::<#s>::give_back(&mut #name, &mut *#stack);));
+            }
+            if self.useful(var) && (reaches_end || !self.adjoint_made_at_result(var)) {
+                let adjoint = self.adjoint(var);
+                gives.push(quote!(::deltad::__private::ResultBuffer::give_back(&mut #adjoint, &mut *#stack);));
+            }
+        }
+        gives
     }
 
     /// The user name a statement declares (temporaries have unique names).
@@ -394,7 +444,7 @@ impl Passes<'_> {
                     (Some(ty), false) => quote!(: #ty),
                     _ => TokenStream::new(),
                 };
-                quote!(let #name #annotation = #value;)
+                quote!(let mut #name #annotation = #value;)
             }
             Establish::Pop => match self.kept_whole_type(var, init.as_ref()) {
                 Some(ty) => {
@@ -759,6 +809,8 @@ impl Passes<'_> {
         let mut before = Vec::new();
         let mut sinks = Vec::new();
         let mut after = ExprAdjoint::new(self);
+        // The buffers whose adjoints an argument borrows for the call.
+        let mut lent: Vec<VarId> = Vec::new();
         for (i, arg) in call.args.iter().enumerate() {
             match arg {
                 crate::ir::CallArg::Value(value) if self.is_active(value) => {
@@ -770,7 +822,39 @@ impl Passes<'_> {
                     sinks.push(quote!(&mut #local));
                     after.propagate(value, quote!(#local));
                 }
+                // A buffer passed again (`dot(x, x)`): the callee adds into
+                // a buffer of its own for this argument, added into the
+                // buffer's adjoint after the call (the first argument
+                // borrows that adjoint for the call).
+                crate::ir::CallArg::Buffer(buffer)
+                    if self.active(buffer.var) && lent.contains(&buffer.var) =>
+                {
+                    let local = format_ident!("__deltad_arg{}", i, span = Span::mixed_site());
+                    let start = format_ident!("__deltad_start{}", i, span = Span::mixed_site());
+                    let (from, to) =
+                        self.bounds(buffer, Side::Adjoint, &mut |e| self.value(e, Side::Adjoint));
+                    before.push(quote! {
+                        let #start: usize = #from;
+                        let mut #local: ::std::vec::Vec<#a> =
+                            <#a as ::deltad::__private::Cotangent<#s>>::zeros_on(&mut *#stack, #to - #start);
+                    });
+                    sinks.push(quote!(&mut #local[..]));
+                    let k = format_ident!("__deltad_k", span = Span::mixed_site());
+                    let adjoint = self.adjoint(buffer.var);
+                    let element = if self.is_param(buffer.var) {
+                        quote!(*::deltad::__private::SliceSink::at(&mut #adjoint, #start + #k))
+                    } else {
+                        quote!(#adjoint[#start + #k])
+                    };
+                    after.push(quote! {
+                        for #k in 0..#local.len() {
+                            #element += #local[#k];
+                        }
+                        <#a as ::deltad::__private::Cotangent<#s>>::give_back(&mut *#stack, #local);
+                    });
+                }
                 crate::ir::CallArg::Buffer(buffer) if self.active(buffer.var) => {
+                    lent.push(buffer.var);
                     sinks.push(self.buffer_sink(buffer));
                 }
                 // A local built by a literal: the callee adds into an

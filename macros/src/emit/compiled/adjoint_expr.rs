@@ -295,6 +295,19 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                         let sink = &sinks[0];
                         quote!(::deltad::__private::vector::sum_adjoint((#end) - (#start), &mut #sink, #adjoint);)
                     }
+                    // (`dot(&x, &x)`: one sink at a time, both borrowing
+                    // the one adjoint.)
+                    Primitive::Dot
+                        if buffers[0].var == buffers[1].var && passes.active(buffers[0].var) =>
+                    {
+                        let (x, y) = (&slices[0], &slices[1]);
+                        let (sx, sy) = (&sinks[0], &sinks[1]);
+                        let discard = quote!(::deltad::__private::Discard::<#a>::new());
+                        quote! {
+                            ::deltad::__private::vector::dot_adjoint(#x, #y, &mut #sx, &mut #discard, #adjoint);
+                            ::deltad::__private::vector::dot_adjoint(#x, #y, &mut #discard, &mut #sy, #adjoint);
+                        }
+                    }
                     Primitive::Dot => {
                         let (a, b) = (&slices[0], &slices[1]);
                         let (sa, sb) = (&sinks[0], &sinks[1]);

@@ -249,13 +249,19 @@ impl Passes<'_> {
             }
             // A variable the block's end pushes, about to be shadowed: keep
             // it under a name of its own.
+            let mut keeps = Vec::new();
+            let mut moved = false;
+            let mut keep = |var: VarId| {
+                let (name, keep) = (self.name(var), kept_local(var));
+                keeps.push(quote!(let #keep = #name;));
+                moved |= self.function.vars[var].kind != crate::ir::VarKind::Scalar;
+            };
             for (position, earlier) in block.stmts[..index].iter().enumerate() {
                 let StmtKind::Let { var, .. } = &earlier.kind else {
                     continue;
                 };
                 if self.pushed_at_end(*var) && shadowed[position] == Some(index) {
-                    let (name, keep) = (self.name(*var), kept_local(*var));
-                    stmts.push(quote!(let #keep = #name;));
+                    keep(*var);
                 }
             }
             // The same for a variable of an enclosing block, which an exit
@@ -264,12 +270,28 @@ impl Passes<'_> {
                 let outer = &frames[..frames.len() - 1];
                 for var in self.enclosing_declared(outer) {
                     if self.pushed_at_end(var) && self.same_name(var, *shadowing) {
-                        let (name, keep) = (self.name(var), kept_local(var));
-                        stmts.push(quote!(let #keep = #name;));
+                        keep(var);
                     }
                 }
             }
-            stmts.push(self.fwd_stmt(stmt, frames));
+            let forward = self.fwd_stmt(stmt, frames);
+            match &stmt.kind {
+                // A buffer or a value of a user type is moved to where it
+                // is kept: after the shadowing value, which may read it, is
+                // made (in a block of its own, where the new name hides it).
+                StmtKind::Let { var, init: Some(_) } if moved => {
+                    let name = self.name(*var);
+                    let mut_token = self.function.vars[*var].mutable.then(|| quote!(mut));
+                    let value = format_ident!("__deltad_shadowing", span = Span::mixed_site());
+                    stmts.push(quote!(let #value = { #forward #name };));
+                    stmts.extend(keeps);
+                    stmts.push(quote!(let #mut_token #name = #value;));
+                }
+                _ => {
+                    stmts.extend(keeps);
+                    stmts.push(forward);
+                }
+            }
         }
         frames.pop();
         let epilogue = self.epilogue(block, block.stmts.len(), &[]);
@@ -858,9 +880,31 @@ impl Passes<'_> {
                 let elem = element(elem);
                 let len = self.value(len, side);
                 if array {
-                    quote!([#elem; #len])
-                } else {
-                    quote!(::deltad::__private::repeated(#elem, #len))
+                    return quote!([#elem; #len]);
+                }
+                // A differentiated buffer in memory an adjoint gave back if
+                // there is some (see `Stack::filled`), except in a loop
+                // whose room holds the record.
+                let value = format_ident!("__deltad_elem", span = Span::mixed_site());
+                let count = format_ident!("__deltad_len", span = Span::mixed_site());
+                let filled = match side {
+                    _ if !self.active(var) => None,
+                    Side::Forward if self.in_room.get() => None,
+                    Side::Forward => {
+                        let rec = self.rec();
+                        Some(quote!(::deltad::__private::Record::filled(#rec, #value, #count)))
+                    }
+                    Side::Adjoint => {
+                        let stack = names::stack();
+                        Some(quote!(#stack.filled(#value, #count)))
+                    }
+                };
+                match filled {
+                    Some(filled) => quote!({
+                        let (#value, #count) = (#elem, #len);
+                        #filled
+                    }),
+                    None => quote!(::deltad::__private::repeated(#elem, #len)),
                 }
             }
             NewBuffer::List(elems) => {

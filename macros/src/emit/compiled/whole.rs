@@ -191,11 +191,16 @@ impl Passes<'_> {
                 let len = self.value(len, Side::Adjoint);
                 quote!([#zero; #len])
             }
+            // (In memory the adjoint gave back if there is some: see
+            // `Stack::filled`.)
             Some(ExprKind::Call(call)) => {
-                let (a, path) = (&self.cotangent, &call.path);
-                quote!(::deltad::__private::zeros::<#a, #path::__Out<#a>>(#len))
+                let (a, path, stack) = (&self.cotangent, &call.path, names_stack());
+                quote!(<#path::__Out<#a> as ::deltad::__private::ResultBuffer<#a>>::zeros_on(&mut *#stack, #len))
             }
-            _ => quote!(::std::vec![#zero; #len]),
+            _ => {
+                let (s, a, stack) = (&self.scalar, &self.cotangent, names_stack());
+                quote!(<#a as ::deltad::__private::Cotangent<#s>>::zeros_on(&mut *#stack, #len))
+            }
         }
     }
 
@@ -237,7 +242,12 @@ impl Passes<'_> {
             return quote!({ #restore });
         }
         let a = &self.cotangent;
+        let stack = names_stack();
         let mut give = self.give_adjoint(value, quote!(#taken), &taken);
+        // (A callee's adjoint takes the buffer and gives it back itself.)
+        if !matches!(value.kind, ExprKind::Call(_)) {
+            give = quote!({ #give } ::deltad::__private::ResultBuffer::give_back(&mut #taken, &mut *#stack););
+        }
         // The result is assigned where the function returns, so its
         // assignment is the first the adjoint runs back: every adjoint is
         // still zero, and a local buffer's may be the result's, moved.
@@ -278,7 +288,7 @@ impl Passes<'_> {
         } else {
             quote!(::core::mem::replace(
                 &mut #adjoint,
-                ::deltad::__private::zeros::<#a, _>(#old_length),
+                ::deltad::__private::ResultBuffer::<#a>::zeros_on(&mut *#stack, #old_length),
             ))
         };
         quote!({
