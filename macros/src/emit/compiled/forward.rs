@@ -616,21 +616,25 @@ impl Passes<'_> {
                 let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
                 // (Such a loop keeps nothing per iteration: it has no room.)
                 let kept_before = self.keep_before(stmt.id, &walk);
-                if !kept_before.is_empty() {
-                    let looped = self.fwd_loop(
-                        stmt.id,
-                        *id,
-                        frames,
-                        body,
-                        |label, body| quote!(#label for #pattern in #walk #body),
-                    );
-                    return quote! {{
-                        let #walk = #range;
-                        #kept_before
-                        #looped
-                    }};
+                let room = self.room_per_iteration(stmt);
+                if room.is_none() {
+                    let narrowed = self.narrowed_forward(*id, *var, &walk, body);
+                    if !kept_before.is_empty() || !narrowed.is_empty() {
+                        let looped = self.fwd_loop(
+                            stmt.id,
+                            *id,
+                            frames,
+                            body,
+                            |label, body| quote!(#label for #pattern in #walk #body),
+                        );
+                        return quote! {{
+                            let #walk = #range;
+                            #kept_before
+                            { #narrowed #looped }
+                        }};
+                    }
                 }
-                if let Some(pushes) = self.room_per_iteration(stmt) {
+                if let Some(pushes) = room {
                     let (reals, words, flags) = (pushes.reals, pushes.words, pushes.flags);
                     // Room for every push of the loop, reserved before it
                     // (and for its trip count, pushed after it, when the

@@ -54,15 +54,56 @@ impl Passes<'_> {
                 }
             }
         }
-        if lets.is_empty() {
+        with_bound(&bound, walk, lets)
+    }
+
+    /// The same for the forward pass of loop `id`: the buffers it indexes
+    /// only at its variable re-borrowed as slices of the range's end, read
+    /// or written. Besides the bounds checks, this keeps each buffer's
+    /// address in a register: a buffer made of memory an adjoint gave back
+    /// (`Stack::filled`) may, for all the optimiser knows, hold the very
+    /// `Vec` it belongs to, which it would load again after every store.
+    /// Only for loops that run their whole range (no `break`, `continue`
+    /// or `return` in the body).
+    pub(crate) fn narrowed_forward(
+        &self,
+        id: LoopId,
+        index: Option<VarId>,
+        walk: &Ident,
+        body: &Block,
+    ) -> TokenStream {
+        let Some(index) = index else {
+            return TokenStream::new();
+        };
+        if body.has_jump() {
             return TokenStream::new();
         }
-        // One past the range's last value (0 for an empty range, which
-        // indexes nothing).
-        quote! {
-            let #bound: usize = ::core::iter::Iterator::max(::core::clone::Clone::clone(&#walk))
-                .map_or(0, |__deltad_last: usize| __deltad_last + 1);
-            #(#lets)*
-        }
+        let bound = format_ident!("__deltad_bound", span = Span::mixed_site());
+        let lets = indexed_only_at(id, index, body)
+            .into_iter()
+            .filter(|indexed| self.is_buffer(indexed.var))
+            .map(|indexed| {
+                let name = self.name(indexed.var);
+                if indexed.written {
+                    quote!(let #name = &mut #name[..#bound];)
+                } else {
+                    quote!(let #name = &#name[..#bound];)
+                }
+            })
+            .collect();
+        with_bound(&bound, walk, lets)
+    }
+}
+
+/// `lets` after `bound`, one past the last value of the range `walk` (0
+/// for an empty range, which indexes nothing); nothing without `lets`.
+fn with_bound(bound: &Ident, walk: &Ident, lets: Vec<TokenStream>) -> TokenStream {
+    if lets.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        let #bound: usize = ::core::iter::Iterator::max(::core::clone::Clone::clone(&#walk))
+            .map_or(0, |__deltad_last: usize| __deltad_last + 1);
+        #(#lets)*
     }
 }
