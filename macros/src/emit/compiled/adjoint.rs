@@ -654,7 +654,7 @@ impl Passes<'_> {
                     }
                     LoopPlan::Reversed => {
                         let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
-                        let narrowed = self.narrowed(*id, *var, &walk, loop_body);
+                        let narrowed = self.narrowed(*id, *var, &walk, loop_body, Side::Adjoint);
                         let backwards = if range.reversed {
                             quote!(#walk)
                         } else {

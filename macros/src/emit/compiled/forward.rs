@@ -618,7 +618,7 @@ impl Passes<'_> {
                 let kept_before = self.keep_before(stmt.id, &walk);
                 let room = self.room_per_iteration(stmt);
                 if room.is_none() {
-                    let narrowed = self.narrowed_forward(*id, *var, &walk, body);
+                    let narrowed = self.narrowed(*id, *var, &walk, body, Side::Forward);
                     if !kept_before.is_empty() || !narrowed.is_empty() {
                         let looped = self.fwd_loop(
                             stmt.id,

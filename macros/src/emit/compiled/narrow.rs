@@ -1,11 +1,12 @@
-//! Narrowing before a reversed loop (`analyze::narrow`): the buffers the
-//! loop indexes only at its variable, and their adjoints (parameters'
-//! sinks too), re-borrowed as slices of the range's end, so that the
-//! optimiser sees every index in bounds.
+//! Narrowing before a loop and its reverse (`analyze::narrow`): the
+//! buffers the loop indexes only at its variable, and in the adjoint their
+//! adjoints (parameters' sinks too), re-borrowed as slices of the range's
+//! end, so that the optimiser sees every index in bounds.
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
+use super::values::Side;
 use super::Passes;
 use crate::analyze::narrow::indexed_only_at;
 use crate::analyze::Establish;
@@ -13,22 +14,42 @@ use crate::ir::{Block, LoopId, Origin, VarId};
 
 impl Passes<'_> {
     /// The re-borrows that narrow what loop `id` (variable `index`, over
-    /// the range `walk`) indexes only at its variable, for its reverse.
+    /// the range `walk`) indexes only at its variable. For its reverse
+    /// (`Side::Adjoint`): the values the adjoint reads, and the adjoints.
+    /// For its forward pass: the buffers, read or written, if the loop
+    /// runs its whole range (no `break`, `continue` or `return` in the
+    /// body); besides the bounds checks, this keeps each buffer's address
+    /// in a register: a buffer made of memory an adjoint gave back
+    /// (`Stack::filled`) may, for all the optimiser knows, hold the very
+    /// `Vec` it belongs to, which it would load again after every store.
     pub(crate) fn narrowed(
         &self,
         id: LoopId,
         index: Option<VarId>,
         walk: &Ident,
         body: &Block,
+        side: Side,
     ) -> TokenStream {
         let Some(index) = index else {
             return TokenStream::new();
         };
+        if side == Side::Forward && body.has_jump() {
+            return TokenStream::new();
+        }
         let bound = format_ident!("__deltad_bound", span = Span::mixed_site());
         let mut lets = Vec::new();
         for indexed in indexed_only_at(id, index, body) {
             let var = indexed.var;
             if !self.is_buffer(var) {
+                continue;
+            }
+            let name = self.name(var);
+            if side == Side::Forward {
+                lets.push(if indexed.written {
+                    quote!(let #name = &mut #name[..#bound];)
+                } else {
+                    quote!(let #name = &#name[..#bound];)
+                });
                 continue;
             }
             let param = matches!(self.function.vars[var].origin, Origin::Param(_));
@@ -39,7 +60,6 @@ impl Passes<'_> {
                     Establish::Pop | Establish::Recompute
                 );
             if held && !indexed.written {
-                let name = self.name(var);
                 lets.push(quote!(let #name = &#name[..#bound];));
             }
             // The adjoints of a local buffer, or the sink of a parameter
@@ -54,56 +74,15 @@ impl Passes<'_> {
                 }
             }
         }
-        with_bound(&bound, walk, lets)
-    }
-
-    /// The same for the forward pass of loop `id`: the buffers it indexes
-    /// only at its variable re-borrowed as slices of the range's end, read
-    /// or written. Besides the bounds checks, this keeps each buffer's
-    /// address in a register: a buffer made of memory an adjoint gave back
-    /// (`Stack::filled`) may, for all the optimiser knows, hold the very
-    /// `Vec` it belongs to, which it would load again after every store.
-    /// Only for loops that run their whole range (no `break`, `continue`
-    /// or `return` in the body).
-    pub(crate) fn narrowed_forward(
-        &self,
-        id: LoopId,
-        index: Option<VarId>,
-        walk: &Ident,
-        body: &Block,
-    ) -> TokenStream {
-        let Some(index) = index else {
-            return TokenStream::new();
-        };
-        if body.has_jump() {
+        if lets.is_empty() {
             return TokenStream::new();
         }
-        let bound = format_ident!("__deltad_bound", span = Span::mixed_site());
-        let lets = indexed_only_at(id, index, body)
-            .into_iter()
-            .filter(|indexed| self.is_buffer(indexed.var))
-            .map(|indexed| {
-                let name = self.name(indexed.var);
-                if indexed.written {
-                    quote!(let #name = &mut #name[..#bound];)
-                } else {
-                    quote!(let #name = &#name[..#bound];)
-                }
-            })
-            .collect();
-        with_bound(&bound, walk, lets)
-    }
-}
-
-/// `lets` after `bound`, one past the last value of the range `walk` (0
-/// for an empty range, which indexes nothing); nothing without `lets`.
-fn with_bound(bound: &Ident, walk: &Ident, lets: Vec<TokenStream>) -> TokenStream {
-    if lets.is_empty() {
-        return TokenStream::new();
-    }
-    quote! {
-        let #bound: usize = ::core::iter::Iterator::max(::core::clone::Clone::clone(&#walk))
-            .map_or(0, |__deltad_last: usize| __deltad_last + 1);
-        #(#lets)*
+        // One past the range's last value (0 for an empty range, which
+        // indexes nothing).
+        quote! {
+            let #bound: usize = ::core::iter::Iterator::max(::core::clone::Clone::clone(&#walk))
+                .map_or(0, |__deltad_last: usize| __deltad_last + 1);
+            #(#lets)*
+        }
     }
 }
