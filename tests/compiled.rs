@@ -2446,3 +2446,48 @@ fn a_value_passed_to_two_parameters_of_a_call() {
         "own: by hand",
     );
 }
+
+// Loops whose buffers are narrowed to the range's end before the loop (the
+// forward pass and the adjoint re-borrow what the body indexes only at its
+// variable in every iteration): an element read only when `&&`'s left side
+// holds is not read in every iteration (here the range runs past the
+// buffer), and a buffer the body declares is not the one of that name
+// before the loop (here a shorter one).
+both!(guarded_reads, guarded_reads_tape, fn(x: &[f64], n: usize) -> f64 {
+    let m = x.len();
+    let mut s = 0.0;
+    for i in 0..n {
+        let inside = i < m && x[i] > 0.0;
+        if inside {
+            s += x[i] * x[i];
+        }
+    }
+    s
+});
+
+both!(inner_buffers, inner_buffers_tape, fn(x: &[f64]) -> f64 {
+    let t = vec![x[0]; 1];
+    let mut s = t[0];
+    for i in 0..x.len() {
+        let t = vec![x[i] * 2.0; x.len()];
+        s += t[i] * x[i];
+    }
+    s
+});
+
+#[test]
+fn narrowed_loops_keep_to_what_every_iteration_indexes() {
+    let x = [0.5, -0.3, 1.2, 0.8];
+    let n = x.len() + 2;
+    let (g, tape) = agree!(guarded_reads, guarded_reads_tape, (&x, n), "guarded reads");
+    assert_close_tol(&g.x, &tape.x, 1e-12, "guarded reads: the tape");
+    check_gradient(
+        |x| guarded_reads(x, n),
+        &x,
+        &g.x,
+        "guarded reads: finite differences",
+    );
+    let (g, tape) = agree!(inner_buffers, inner_buffers_tape, (&x), "inner buffers");
+    assert_close_tol(&g.x, &tape.x, 1e-12, "inner buffers: the tape");
+    check_gradient(inner_buffers, &x, &g.x, "inner buffers: finite differences");
+}

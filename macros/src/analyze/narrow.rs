@@ -1,8 +1,9 @@
 //! The buffers a `for` loop over a range reads and writes only at its
 //! variable (`b[i]`, never `b[i + 1]`, `b.len()` or `b` whole), at least
 //! once in every iteration (a statement of the body itself, not inside a
-//! branch, in a body no `continue` leaves early, whose loop variable is never
-//! assigned).
+//! branch or the right operand of `&&` or `||`, in a body no `continue`
+//! leaves early, whose loop variable is never assigned), and declared
+//! before the loop.
 //!
 //! Every iteration of the forward pass indexed such a buffer at `i`, so
 //! its length is past the range's end: the adjoint can narrow it (and its
@@ -67,20 +68,22 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
             }
         }
         if matches!(stmt.kind, StmtKind::Let { .. } | StmtKind::Assign { .. }) {
-            stmt.each_expr(&mut |expr| {
-                expr.each_subexpr(&mut |e| {
-                    if let ExprKind::Elem(var, at) = &e.kind {
-                        if is_index(at) {
-                            every.push(*var);
-                        }
-                    }
-                })
-            });
+            stmt.each_expr(&mut |expr| surely_indexed(expr, &is_index, &mut every));
         }
     }
+    // (A buffer the body declares is not there before the loop.)
+    let mut declared: Vec<VarId> = Vec::new();
+    body.each_stmt(&mut |stmt| {
+        if let StmtKind::Let { var, .. } = stmt.kind {
+            declared.push(var);
+        }
+    });
     let mut indexed: Vec<Indexed> = Vec::new();
     for var in at_index {
-        if elsewhere.contains(&var) || !every.contains(&var) || indexed.iter().any(|i| i.var == var)
+        if elsewhere.contains(&var)
+            || !every.contains(&var)
+            || declared.contains(&var)
+            || indexed.iter().any(|i| i.var == var)
         {
             continue;
         }
@@ -90,4 +93,22 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
         });
     }
     indexed
+}
+
+/// The buffers `expr` indexes at the loop's variable whenever it is
+/// evaluated: not in the right operand of `&&` or `||`, which may be
+/// skipped (`i < m && x[i] > 0.0` reads `x[i]` only for `i < m`).
+fn surely_indexed(
+    expr: &crate::ir::Expr,
+    is_index: &dyn Fn(&crate::ir::Expr) -> bool,
+    out: &mut Vec<VarId>,
+) {
+    match &expr.kind {
+        ExprKind::Elem(var, at) if is_index(at) => out.push(*var),
+        ExprKind::Logic(_, first, _) => return surely_indexed(first, is_index, out),
+        _ => {}
+    }
+    for child in expr.children() {
+        surely_indexed(child, is_index, out);
+    }
 }

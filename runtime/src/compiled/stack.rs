@@ -491,6 +491,7 @@ impl<S: Scalar> Stack<S> {
             || self.bits.capacity() != 0
             || self.flags.capacity() != 0
             || self.buffers.capacity() != 0
+            || self.spares.bytes() != 0
     }
 
     /// True if nothing is kept.

@@ -141,11 +141,16 @@ impl Uses {
                             [TokenTree::Punct(amp), TokenTree::Ident(m), TokenTree::Punct(star), TokenTree::Ident(r), ..]
                                 if amp.as_char() == '&' && *m == "mut" && star.as_char() == '*' && *r == record
                         );
+                    // (`Record::filled(&mut *rec, ..)`, a new local buffer,
+                    // keeps nothing: without a record it is allocated.)
+                    let fills = gives_record
+                        && matches!(trees[..at].last(), Some(TokenTree::Ident(f)) if *f == "filled");
                     match gives_record.then(|| callee_path(&trees[..at])).flatten() {
                         Some(path) => {
                             self.callees.push(path);
                             self.scan(inner[4..].iter().cloned().collect(), record);
                         }
+                        None if fills => self.scan(inner[4..].iter().cloned().collect(), record),
                         None => self.scan(group.stream(), record),
                     }
                 }

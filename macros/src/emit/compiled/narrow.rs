@@ -10,7 +10,7 @@ use super::values::Side;
 use super::Passes;
 use crate::analyze::narrow::indexed_only_at;
 use crate::analyze::Establish;
-use crate::ir::{Block, LoopId, Origin, VarId};
+use crate::ir::{Block, LoopId, Origin, StmtKind, VarId};
 
 impl Passes<'_> {
     /// The re-borrows that narrow what loop `id` (variable `index`, over
@@ -18,7 +18,8 @@ impl Passes<'_> {
     /// (`Side::Adjoint`): the values the adjoint reads, and the adjoints.
     /// For its forward pass: the buffers, read or written, if the loop
     /// runs its whole range (no `break`, `continue` or `return` in the
-    /// body); besides the bounds checks, this keeps each buffer's address
+    /// body) and prints nothing (a format string may name a buffer whole,
+    /// `{x:?}`); besides the bounds checks, this keeps each buffer's address
     /// in a register: a buffer made of memory an adjoint gave back
     /// (`Stack::filled`) may, for all the optimiser knows, hold the very
     /// `Vec` it belongs to, which it would load again after every store.
@@ -33,8 +34,12 @@ impl Passes<'_> {
         let Some(index) = index else {
             return TokenStream::new();
         };
-        if side == Side::Forward && body.has_jump() {
-            return TokenStream::new();
+        if side == Side::Forward {
+            let mut effects = false;
+            body.each_stmt(&mut |stmt| effects |= matches!(stmt.kind, StmtKind::Effect(_)));
+            if effects || body.has_jump() {
+                return TokenStream::new();
+            }
         }
         let bound = format_ident!("__deltad_bound", span = Span::mixed_site());
         let mut lets = Vec::new();

@@ -744,29 +744,24 @@ fn calls_or_branches(expr: &SynExpr) -> bool {
     finds.0
 }
 
-/// A value of a user type (or a buffer of them) passed to two parameters
-/// of one call (`pair(&ps[i], &ps[j])`, `pdot(p, p)`): the callee's adjoint
-/// would add into the one adjoint through two borrows at once, which the
-/// compiled passes do not split yet (for a buffer of reals passed twice
-/// they do: the second argument's adjoint goes through a buffer of its own).
+/// A value of a user type, or elements of one buffer of them, passed to
+/// two parameters of one call (`pdot(p, p)`, `pair(&ps[i], &ps[j])`): the
+/// callee's adjoint would add into the one adjoint through two borrows at
+/// once, which the compiled passes do not split yet (a buffer of reals
+/// passed twice they do: the second argument's adjoint goes through a
+/// buffer of its own).
 fn reject_struct_passed_twice(args: &[CallArg]) -> Lowered<()> {
-    let mut borrowed: Vec<VarId> = Vec::new();
+    let mut passed: Vec<VarId> = Vec::new();
     for arg in args {
-        let (var, span) = match arg {
-            CallArg::Struct { var, span, .. } => (*var, *span),
-            CallArg::Buffer(buffer) => (buffer.var, buffer.span),
-            _ => continue,
-        };
-        let of_user_types = args
-            .iter()
-            .any(|a| matches!(a, CallArg::Struct { var: v, .. } if *v == var));
-        if of_user_types && borrowed.contains(&var) {
-            return Err(Unsupported::new(
-                span,
-                "passing one value of a user type (or elements of one buffer of them) to two parameters of a call is not on the compiled path yet: without `compiled`, the function takes the tape, which accepts it",
-            ));
+        if let CallArg::Struct { var, span, .. } = arg {
+            if passed.contains(var) {
+                return Err(Unsupported::new(
+                    *span,
+                    "passing one value of a user type (or elements of one buffer of them) to two parameters of a call is not on the compiled path yet: without `compiled`, the function takes the tape, which accepts it",
+                ));
+            }
+            passed.push(*var);
         }
-        borrowed.push(var);
     }
     Ok(())
 }
