@@ -316,6 +316,76 @@ fn many_tangents_in_chunks_equal_one_jvp_each() {
     }
 }
 
+/// Long buffers (300 reals, past the length from which a chunk pass's
+/// buffers are kept for the next pass): a callee's result, a local buffer
+/// the forward pass is done with, a shadowing `let`, and the result.
+#[differentiate]
+fn smoothed(x: &[f64]) -> Vec<f64> {
+    let n = x.len();
+    let mut s = vec![0.0; n];
+    for i in 0..n {
+        s[i] = (x[i] * x[(i + 1) % n]).sin();
+    }
+    s
+}
+
+#[differentiate]
+fn long_stages(x: &[f64], w: f64) -> Vec<f64> {
+    let n = x.len();
+    let s = smoothed(x);
+    let mut t = vec![0.0; n];
+    for i in 0..n {
+        t[i] = s[i] * w + x[(i + 7) % n];
+    }
+    let t = smoothed(&t);
+    let mut out = vec![0.0; n];
+    for i in 0..n {
+        out[i] = t[i] * s[(i + 3) % n] - x[i] * w;
+    }
+    out
+}
+
+#[test]
+fn chunk_passes_reuse_the_memory_of_the_passes_before() {
+    let x: Vec<f64> = (0..300).map(|j| 0.8 * (0.37 * j as f64).sin()).collect();
+    let w = 0.7;
+    // 19 tangents: two full chunks and a half one; three calls in a row,
+    // the later ones on the memory the earlier ones left.
+    let tangents: Vec<long_stages::Grad> = (0..19)
+        .map(|k| long_stages::Grad {
+            x: (0..300)
+                .map(|j| ((k * 5 + j * 3) % 7) as f64 - 3.0)
+                .collect(),
+            w: k as f64 * 0.25,
+        })
+        .collect();
+    for call in 0..3 {
+        let (value, many) = long_stages::jvps(&x, w, &tangents);
+        assert_eq!(value, long_stages(&x, w), "call {call}: value");
+        for (k, (t, d)) in tangents.iter().zip(&many).enumerate() {
+            assert_eq!(d, &long_stages::jvp(&x, w, t).1, "call {call}: tangent {k}");
+        }
+    }
+    // Columns in chunks (a long result, 301 input reals), against the rows
+    // by reverse sweeps and central differences.
+    let (_, fwd) = long_stages::jacobian_fwd(&x, w);
+    let (_, rev) = long_stages::jacobian_rev(&x, w);
+    let flat = |rows: &[long_stages::Grad]| {
+        rows.iter()
+            .map(|g| g.x.iter().copied().chain([g.w]).collect())
+            .collect::<Vec<Vec<f64>>>()
+    };
+    assert_same("long_stages", &flat(&fwd), &flat(&rev));
+    let point: Vec<f64> = x.iter().copied().chain([w]).collect();
+    for i in [0, 150, 299] {
+        let fd = common::finite_difference(|p| long_stages(&p[..300], p[300])[i], &point);
+        common::assert_close(&flat(&rev)[i], &fd, &format!("long_stages row {i}"));
+    }
+    let pattern = long_stages::jacobian_pattern(&x, w);
+    let (_, sparse) = long_stages::sparse_jacobian(&x, w, &pattern);
+    assert_same("long_stages (sparse)", &sparse.to_dense(), &flat(&rev));
+}
+
 /// A real function with a dense Hessian of 11 inputs (a partial chunk).
 #[differentiate]
 fn coupled(x: &[f64]) -> f64 {

@@ -127,6 +127,15 @@ pub trait TangentSeeds<V> {
     type Dual;
     /// The dual value of the next input real, whose value is `value`.
     fn seed(&mut self, value: V) -> Self::Dual;
+    /// The dual values of the next `values.len()` input reals (a buffer
+    /// parameter's), appended to `out`.
+    #[inline]
+    fn seed_all(&mut self, values: &[V], out: &mut Vec<Self::Dual>)
+    where
+        V: Copy,
+    {
+        out.extend(values.iter().map(|&value| self.seed(value)));
+    }
 }
 
 impl<S: Scalar, E: Copy + Tangent<S>> TangentSeeds<S> for Seeds<E> {
@@ -204,16 +213,22 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
             }),
             Directions::Given(chunk) => core::array::from_fn(|k| {
                 chunk.get(k).map_or(P::ZERO, |direction| {
-                    *direction.get(input).unwrap_or_else(|| {
-                        panic!(
-                            "deltad: tangent {} has fewer reals ({}) than the differentiated inputs",
-                            self.start + k,
-                            direction.len()
-                        )
-                    })
+                    *direction
+                        .get(input)
+                        .unwrap_or_else(|| self.too_short(k, direction.len()))
                 })
             }),
         }
+    }
+
+    /// Panics: direction `k` of the chunk has only `len` reals.
+    #[cold]
+    #[inline(never)]
+    fn too_short(&self, k: usize, len: usize) -> ! {
+        panic!(
+            "deltad: tangent {} has fewer reals ({len}) than the differentiated inputs",
+            self.start + k
+        )
     }
 }
 
@@ -240,6 +255,30 @@ impl<P: Primitive, const N: usize> TangentSeeds<P> for ChunkSeeds<'_, P, N> {
     #[inline]
     fn seed(&mut self, value: P) -> DualVec<P, N> {
         DualVec::new(value, self.next_tangents())
+    }
+
+    /// (Given directions are cut to these inputs once, not looked up per
+    /// input: a long buffer's seeding cost more than its pass.)
+    #[inline]
+    fn seed_all(&mut self, values: &[P], out: &mut Vec<DualVec<P, N>>) {
+        let Directions::Given(chunk) = self.directions else {
+            out.extend(values.iter().map(|&value| self.seed(value)));
+            return;
+        };
+        let inputs = self.next..self.next + values.len();
+        let lanes: [&[P]; N] = core::array::from_fn(|k| match chunk.get(k) {
+            Some(direction) => direction
+                .get(inputs.clone())
+                .unwrap_or_else(|| self.too_short(k, direction.len())),
+            None => &[],
+        });
+        out.extend(values.iter().enumerate().map(|(i, &value)| {
+            DualVec::new(
+                value,
+                core::array::from_fn(|k| lanes[k].get(i).copied().unwrap_or(P::ZERO)),
+            )
+        }));
+        self.next = inputs.end;
     }
 }
 

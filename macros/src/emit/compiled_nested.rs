@@ -125,7 +125,8 @@ impl Generator<'_> {
         let fwd = Ident::new(FWD_FN, Span::call_site());
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let seeds = Ident::new("__deltad_seeds", Span::mixed_site());
-        let inputs = self.compiled_dual_inputs(&seeds, &quote!(::deltad::__private::Dual<#outer>));
+        let inputs =
+            self.compiled_dual_inputs(&seeds, &quote!(::deltad::__private::Dual<#outer>), None);
         let args = self.pass_args(Scalar::Dual, true);
         let seeds_from_tangent = quote! {
             let mut #seeds = {

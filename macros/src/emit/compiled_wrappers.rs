@@ -173,10 +173,14 @@ impl Generator<'_> {
     /// `Dual`, `ChunkSeeds` for `DualVec`). (Reals and buffers of reals over
     /// any scalar: the machine float here, the caller's dual values in a
     /// nested `jvp`, `compiled_nested.rs`.)
+    ///
+    /// With `reusing` (a local `Reusing` record), buffers of reals are made
+    /// in the memory it holds; [`Self::give_back_dual_inputs`] returns them.
     pub(super) fn compiled_dual_inputs(
         &self,
         seeds: &Ident,
         dual: &TokenStream,
+        reusing: Option<&Ident>,
     ) -> Vec<TokenStream> {
         let prim = &self.prim;
         let seed = |value: TokenStream| quote!(::deltad::__private::TangentSeeds::seed(&mut #seeds, #value));
@@ -211,15 +215,33 @@ impl Generator<'_> {
                             let #input: [#dual; #len] = ::core::array::from_fn(|__deltad_k| #seeded);
                         })
                     }
-                    kind if kind.is_active() => {
-                        let seeded = seed(quote!(__deltad_e));
+                    kind if seeded_buffer(kind) => {
+                        let empty = match reusing {
+                            Some(record) => quote!(#record.empty(#name.len())),
+                            None => quote!(::std::vec::Vec::with_capacity(#name.len())),
+                        };
                         Some(quote! {
-                            let #input: ::std::vec::Vec<#dual> =
-                                #name.iter().map(|&__deltad_e| #seeded).collect();
+                            let mut #input: ::std::vec::Vec<#dual> = #empty;
+                            ::deltad::__private::TangentSeeds::seed_all(&mut #seeds, &#name[..], &mut #input);
                         })
                     }
                     _ => None,
                 }
+            })
+            .collect()
+    }
+
+    /// The statements giving the buffers of reals made by
+    /// [`Self::compiled_dual_inputs`] back to the `Reusing` record
+    /// `reusing`, once the pass that read them is over.
+    pub(super) fn give_back_dual_inputs(&self, reusing: &Ident) -> Vec<TokenStream> {
+        self.signature
+            .params
+            .iter()
+            .filter(|param| seeded_buffer(&param.kind))
+            .map(|param| {
+                let input = self.dual_input(&param.name);
+                quote!(#reusing.give_back(#input);)
             })
             .collect()
     }
@@ -898,7 +920,7 @@ impl Generator<'_> {
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let fwd = Ident::new(FWD_FN, Span::call_site());
         let seeds = self.names.local("seeds");
-        let inputs = self.compiled_dual_inputs(&seeds, &self.scalar_type(Scalar::Dual));
+        let inputs = self.compiled_dual_inputs(&seeds, &self.scalar_type(Scalar::Dual), None);
         let args = self.pass_args(Scalar::Dual, true);
         let dual_output = self.pass_output_type(Scalar::Dual);
         let split = match self.signature.buffer_output() {
@@ -1051,7 +1073,7 @@ impl Generator<'_> {
             Ident::new(FWD_UNVALUED_FN, Span::call_site()),
             Ident::new(ADJ_FN, Span::call_site()),
         );
-        let inputs = self.compiled_dual_inputs(seeds, &dual);
+        let inputs = self.compiled_dual_inputs(seeds, &dual, None);
         let adjoints = self.dual_adjoint_locals(&dual);
         // The `Grad` fields of the adjoints' tangents (H·v) and values (the
         // gradient).
@@ -1113,4 +1135,18 @@ impl Generator<'_> {
             (__deltad_gradient, __deltad_hv)
         }}
     }
+}
+
+/// True if a parameter's dual inputs are a `Vec` of the dual scalar: a
+/// buffer of reals (a slice, a `Vec`; not an array, a real or a user type).
+fn seeded_buffer(kind: &ParamKind) -> bool {
+    crate::types::user_elements(kind).is_none()
+        && !matches!(
+            kind,
+            ParamKind::Structured { .. }
+                | ParamKind::Real
+                | ParamKind::Array { .. }
+                | ParamKind::ArrayRef { .. }
+        )
+        && kind.is_active()
 }

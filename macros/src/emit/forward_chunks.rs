@@ -20,7 +20,7 @@ use super::compiled::FWD_FN;
 use super::compiled_wrappers::{Scalar, Width};
 use super::Generator;
 use crate::names::items;
-use crate::signature::{Output, ParamKind};
+use crate::signature::{BufferOutput, Output, ParamKind};
 
 impl Generator<'_> {
     /// True if `jvps` and `jacobian_fwd` exist: the function may be called
@@ -125,19 +125,68 @@ impl Generator<'_> {
 
     /// One forward pass on `scalar` (`Chunk`: `DualVec`, `Trace`: `Tracer`)
     /// with inputs from the `TangentSeeds` expression `seeds`: a block whose
-    /// value is the pass's result.
-    pub(super) fn compiled_seeded_pass(&self, scalar: Scalar, seeds: TokenStream) -> TokenStream {
+    /// value is the pass's result. With `reusing` (a local `Reusing`
+    /// record, one of [`Self::reusing_records`]), the pass makes its inputs
+    /// and buffers in the memory the passes before it gave back, and gives
+    /// its inputs back.
+    pub(super) fn compiled_seeded_pass(
+        &self,
+        scalar: Scalar,
+        seeds: TokenStream,
+        reusing: Option<&Ident>,
+    ) -> TokenStream {
         let local = Ident::new("__deltad_seeds", Span::mixed_site());
         let fwd = Ident::new(FWD_FN, Span::call_site());
-        let inputs = self.compiled_dual_inputs(&local, &self.scalar_type(scalar));
+        let inputs = self.compiled_dual_inputs(&local, &self.scalar_type(scalar), reusing);
         let args = self.pass_args(scalar, false);
         let output = self.pass_output_type(scalar);
+        let (record, give_backs) = match reusing {
+            Some(record) => (quote!(&mut #record), self.give_back_dual_inputs(record)),
+            None => (quote!(&mut ::deltad::__private::NoRecord), Vec::new()),
+        };
         quote! {{
             let mut #local = #seeds;
             #(#inputs)*
-            let __deltad_result: #output = #fwd(&mut ::deltad::__private::NoRecord, #(#args),*);
+            let __deltad_result: #output = #fwd(#record, #(#args),*);
+            #(#give_backs)*
             __deltad_result
         }}
+    }
+
+    /// The local `Reusing` record of the chunk passes of `width`.
+    fn reusing(width: Width) -> Ident {
+        let name = match width {
+            Width::Full => "__deltad_reusing_full",
+            Width::Half => "__deltad_reusing_half",
+            Width::Quarter => "__deltad_reusing_quarter",
+        };
+        Ident::new(name, Span::mixed_site())
+    }
+
+    /// The statements declaring the `Reusing` records of the chunk passes
+    /// of both widths [`Self::by_width`] generates: the memory of one pass's
+    /// long buffers is the next pass's (and the next call's).
+    fn reusing_records(&self) -> TokenStream {
+        let records = [Width::Full, Width::Half].map(|width| {
+            let (record, dual) = (Self::reusing(width), self.scalar_type(Scalar::Chunk(width)));
+            quote! {
+                let mut #record = ::deltad::__private::Reusing::<#dual>::pooled();
+            }
+        });
+        quote!(#(#records)*)
+    }
+
+    /// The statement giving the result `result` of a chunk pass of `width`
+    /// back to its `Reusing` record, once it has been read (a `Vec` of
+    /// reals; other results hold no long buffer of the chunk's scalar).
+    fn give_back_result(&self, result: &Ident, width: Width) -> TokenStream {
+        let vec_result = self.signature.struct_output().is_none()
+            && matches!(self.signature.buffer_output(), Some(BufferOutput::Vec));
+        if !vec_result {
+            return TokenStream::new();
+        }
+        let record = Self::reusing(width);
+        quote!(#record.give_back(#result);)
     }
 
     /// The output in the user's type from a chunk pass's result `result` on
@@ -219,7 +268,9 @@ impl Generator<'_> {
             let pass = self.compiled_seeded_pass(
                 scalar,
                 self.chunk_seeds(width, quote!(given(&__deltad_directions, __deltad_start))),
+                Some(&Self::reusing(width)),
             );
+            let give_back = self.give_back_result(&result, width);
             let value = self.chunk_part(scalar, &result, quote!(|__deltad_d: #dual| __deltad_d.value));
             // A buffer result's lanes in one sweep over it; the others lane
             // by lane.
@@ -250,12 +301,16 @@ impl Generator<'_> {
             quote! {
                 let #result = #pass;
                 #push_lanes
-                __deltad_first.then(|| #value)
+                let __deltad_value = __deltad_first.then(|| #value);
+                #give_back
+                __deltad_value
             }
         });
+        let records = self.reusing_records();
         quote! {
             // The flat tangents of the chunk being evaluated.
             let mut __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = ::std::vec::Vec::new();
+            #records
             let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
             let __deltad_value = ::deltad::__private::chunked_passes(
                 #tangents.len(),
@@ -312,13 +367,14 @@ impl Generator<'_> {
         let chunk = self.by_width(&lanes, |width| {
             let scalar = Scalar::Chunk(width);
             let dual = self.scalar_type(scalar);
-            let pass = self.compiled_seeded_pass(scalar, seeds(width));
+            let pass = self.compiled_seeded_pass(scalar, seeds(width), Some(&Self::reusing(width)));
             let value = self.chunk_part(
                 scalar,
                 &result,
                 quote!(|__deltad_d: #dual| __deltad_d.value),
             );
             let reals = self.pass_reals(&result, scalar);
+            let give_back = self.give_back_result(&result, width);
             quote! {
                 let #result = #pass;
                 let __deltad_reals = #reals;
@@ -326,10 +382,15 @@ impl Generator<'_> {
                 ::deltad::__private::store_columns(
                     &__deltad_reals, __deltad_start, #columns, &mut #matrix,
                 );
-                __deltad_first.then(|| #value)
+                ::core::mem::drop(__deltad_reals);
+                let __deltad_value = __deltad_first.then(|| #value);
+                #give_back
+                __deltad_value
             }
         });
-        quote! {
+        let records = self.reusing_records();
+        quote! {{
+            #records
             ::deltad::__private::chunked_passes(
                 #columns,
                 ::deltad::__private::CHUNK,
@@ -338,7 +399,7 @@ impl Generator<'_> {
                     #chunk
                 },
             )
-        }
+        }}
     }
 
     /// The rows of the Jacobian as `Grad`s, from the locals

@@ -231,7 +231,7 @@ impl Generator<'_> {
         let prim = &self.prim;
         let count = self.input_count();
         let result = Ident::new("__deltad_result", Span::mixed_site());
-        let pass = self.compiled_seeded_pass(Scalar::Trace, quote!(__deltad_trace));
+        let pass = self.compiled_seeded_pass(Scalar::Trace, quote!(__deltad_trace), None);
         let reals = self.pass_reals(&result, Scalar::Trace);
         quote! {
             ::deltad::__private::TraceSeeds::pattern::<#prim>(#count, |__deltad_trace| {

@@ -27,6 +27,7 @@ mod held;
 mod opaque;
 mod params;
 mod result_use;
+mod reusing;
 mod spares;
 mod stack;
 mod structs;
@@ -46,6 +47,7 @@ pub use params::{
     RealParam, ScalarSink, SliceParam, SliceSink,
 };
 pub use result_use::{ResultUse, Unvalued, Valued};
+pub use reusing::Reusing;
 pub use stack::{
     checkpoint_segment, keep_range, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord,
     Record, Reserved, Stack, StackStats,

@@ -687,7 +687,7 @@ impl Bits for f32 {
 /// A stack kept for the next call keeps at most this many bytes reserved
 /// (a bigger one gives the rest back; the next call that needs more grows
 /// it again, faulting in only the part above this).
-const KEEP_AT_MOST_BYTES: usize = 1 << 30;
+pub(crate) const KEEP_AT_MOST_BYTES: usize = 1 << 30;
 /// At most this many stacks are kept per thread and scalar type.
 const KEEP_AT_MOST_STACKS: usize = 8;
 
@@ -733,6 +733,7 @@ pub(crate) fn release_pooled_stacks() {
     release(&F32_STACKS);
     release(&DUAL_F64_STACKS);
     release(&DUAL_F32_STACKS);
+    super::reusing::release_pooled_spares();
 }
 
 /// The number of iterations per segment of a checkpointed loop of `total`
