@@ -261,6 +261,19 @@ fn a_short_tangent_is_named() {
     banded::jvps(&x, &tangents);
 }
 
+/// Of two short tangents in one chunk, the one lacking the earlier input
+/// is named (tangent 1 lacks input 4, tangent 2 input 3).
+#[test]
+#[should_panic(expected = "tangent 2 has fewer reals (3) than the differentiated inputs")]
+fn the_tangent_lacking_the_first_input_is_named() {
+    let x = points(6);
+    let tangents: Vec<banded::Grad> = [6, 4, 3, 6]
+        .into_iter()
+        .map(|len| banded::Grad { x: vec![1.0; len] })
+        .collect();
+    banded::jvps(&x, &tangents);
+}
+
 #[test]
 fn many_tangents_in_chunks_equal_one_jvp_each() {
     // Partial and whole chunks: a last chunk of at most half a chunk's

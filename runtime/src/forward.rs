@@ -134,8 +134,18 @@ pub trait TangentSeeds<V> {
     where
         V: Copy,
     {
-        out.extend(values.iter().map(|&value| self.seed(value)));
+        seed_each(self, values, out);
     }
+}
+
+/// [`TangentSeeds::seed_all`] one input at a time.
+#[inline]
+fn seed_each<V: Copy, T: TangentSeeds<V> + ?Sized>(
+    seeds: &mut T,
+    values: &[V],
+    out: &mut Vec<T::Dual>,
+) {
+    out.extend(values.iter().map(|&value| seeds.seed(value)));
 }
 
 impl<S: Scalar, E: Copy + Tangent<S>> TangentSeeds<S> for Seeds<E> {
@@ -262,15 +272,25 @@ impl<P: Primitive, const N: usize> TangentSeeds<P> for ChunkSeeds<'_, P, N> {
     #[inline]
     fn seed_all(&mut self, values: &[P], out: &mut Vec<DualVec<P, N>>) {
         let Directions::Given(chunk) = self.directions else {
-            out.extend(values.iter().map(|&value| self.seed(value)));
+            seed_each(self, values, out);
             return;
         };
         let inputs = self.next..self.next + values.len();
-        let lanes: [&[P]; N] = core::array::from_fn(|k| match chunk.get(k) {
-            Some(direction) => direction
-                .get(inputs.clone())
-                .unwrap_or_else(|| self.too_short(k, direction.len())),
-            None => &[],
+        // A direction too short for these inputs: the one input by input
+        // seeding names, the first lacking the first input one lacks.
+        let shortest = chunk.iter().map(Vec::len).min().unwrap_or(usize::MAX);
+        if shortest < inputs.end {
+            let first_lacking = shortest.max(inputs.start);
+            let k = chunk
+                .iter()
+                .position(|direction| direction.len() <= first_lacking)
+                .unwrap_or_default();
+            self.too_short(k, chunk[k].len());
+        }
+        let lanes: [&[P]; N] = core::array::from_fn(|k| {
+            chunk
+                .get(k)
+                .map_or(&[][..], |direction| &direction[inputs.clone()])
         });
         out.extend(values.iter().enumerate().map(|(i, &value)| {
             DualVec::new(

@@ -62,10 +62,13 @@ pub(crate) fn with_pooled_tape<S, R>(
 }
 
 /// Frees the tapes the calling thread keeps for reuse (of every scalar
-/// type), and the compiled passes' stacks with the buffers their adjoints
-/// gave back. Gradient calls keep their tape's or stack's buffers, up to
-/// 1 GiB each, so that later calls allocate nothing; call this after a
-/// large gradient that will not be repeated soon to return that memory.
+/// type), the compiled passes' stacks with the buffers their adjoints
+/// gave back, and the buffers of forward mode's chunk passes. Gradient
+/// calls keep their tape's or stack's buffers, and `jvps`, `jacobian_fwd`
+/// and the sparse Jacobians the long buffers of their passes (per lane
+/// width), up to 1 GiB each, so that later calls allocate nothing; call
+/// this after a large derivative that will not be repeated soon to return
+/// that memory.
 ///
 /// ```
 /// #[deltad::differentiate]

@@ -1140,13 +1140,11 @@ impl Generator<'_> {
 /// True if a parameter's dual inputs are a `Vec` of the dual scalar: a
 /// buffer of reals (a slice, a `Vec`; not an array, a real or a user type).
 fn seeded_buffer(kind: &ParamKind) -> bool {
-    crate::types::user_elements(kind).is_none()
-        && !matches!(
-            kind,
-            ParamKind::Structured { .. }
-                | ParamKind::Real
-                | ParamKind::Array { .. }
-                | ParamKind::ArrayRef { .. }
-        )
-        && kind.is_active()
+    !matches!(
+        kind,
+        ParamKind::Structured { .. }
+            | ParamKind::Real
+            | ParamKind::Array { .. }
+            | ParamKind::ArrayRef { .. }
+    ) && kind.is_active()
 }

@@ -153,12 +153,13 @@ impl Generator<'_> {
         }}
     }
 
-    /// The local `Reusing` record of the chunk passes of `width`.
+    /// The local `Reusing` record of the chunk passes of `width`. (Chunk
+    /// passes have the widths of [`Self::by_width`], full and half; the
+    /// quarter width is vector reverse mode's, which runs on a stack.)
     fn reusing(width: Width) -> Ident {
         let name = match width {
             Width::Full => "__deltad_reusing_full",
-            Width::Half => "__deltad_reusing_half",
-            Width::Quarter => "__deltad_reusing_quarter",
+            Width::Half | Width::Quarter => "__deltad_reusing_half",
         };
         Ident::new(name, Span::mixed_site())
     }
@@ -177,12 +178,11 @@ impl Generator<'_> {
     }
 
     /// The statement giving the result `result` of a chunk pass of `width`
-    /// back to its `Reusing` record, once it has been read (a `Vec` of
-    /// reals; other results hold no long buffer of the chunk's scalar).
+    /// back to its `Reusing` record, once it has been read: a `Vec` of
+    /// reals. (The buffers inside a result of a user type are not given
+    /// back: they go to the allocator, as before.)
     fn give_back_result(&self, result: &Ident, width: Width) -> TokenStream {
-        let vec_result = self.signature.struct_output().is_none()
-            && matches!(self.signature.buffer_output(), Some(BufferOutput::Vec));
-        if !vec_result {
+        if !matches!(self.signature.buffer_output(), Some(BufferOutput::Vec)) {
             return TokenStream::new();
         }
         let record = Self::reusing(width);

@@ -8,17 +8,21 @@
 //! back between chunks, handed out fresh pages for the next: at GradBench's
 //! `ht` with 10⁵ points (a result of 3·10⁵ reals on 8 lanes, 21.6 MB per
 //! chunk) a third of the Jacobian's time went to page faults. [`Reusing`]
-//! keeps the long buffers a pass is done with, as a [`Stack`]'s spares do,
-//! for the next pass's, and, when it is dropped, for the next call's: the
-//! thread keeps them (one set per scalar type, up to 1 GiB;
-//! `release_pooled_tapes` frees them), as it keeps the stacks of gradients.
+//! keeps long buffers a pass is done with, as a [`Stack`]'s spares do: the
+//! seeded inputs and the `Vec` result (given back by the caller once read)
+//! and the local buffers a gradient's forward pass would move onto its
+//! stack (the others are freed, as before). They serve the next pass's
+//! local buffers (`Record::filled`) and inputs, and, when the record is
+//! dropped, the next call's: the thread keeps them (one set per scalar
+//! type, up to 1 GiB; `release_pooled_tapes` frees them), as it keeps the
+//! stacks of gradients.
 //!
 //! [`Stack`]: super::Stack
 
 use core::any::Any;
 use core::cell::RefCell;
 
-use super::spares::Spares;
+use super::spares::{Spares, SEARCHED};
 use super::stack::{NoRecord, Record, KEEP_AT_MOST_BYTES};
 
 /// A record that keeps nothing for an adjoint and hands the long buffers
@@ -76,10 +80,14 @@ pub(crate) fn release_pooled_spares() {
 }
 
 impl<S: Clone> Reusing<S> {
-    /// Keeps `buffer`'s memory for a later buffer if it is long.
+    /// Keeps `buffer`'s memory for a later buffer if it is long. (Of the
+    /// spares, the last few are kept: a pass may give back more than it
+    /// took, a callee's result made by the allocator, and the spares of the
+    /// passes of one call would otherwise grow by that much per pass.)
     #[inline]
     pub fn give_back(&mut self, buffer: Vec<S>) {
         self.spares.give_back(buffer);
+        self.spares.keep_last(2 * SEARCHED);
     }
 
     /// An empty buffer with room for `len` elements: a spare one if there
@@ -102,7 +110,7 @@ impl<S: Clone> Record<S> for Reusing<S> {
     /// (A buffer a pass is done with: its memory goes to the next.)
     #[inline(always)]
     fn buffer(&mut self, values: Vec<S>) {
-        self.spares.give_back(values);
+        self.give_back(values);
     }
     #[inline(always)]
     fn bits(&mut self, _: u64) {}
@@ -144,6 +152,13 @@ mod tests {
         assert_eq!(Reusing::<f64>::pooled().spares.bytes(), 0);
         let from_pool = Record::filled(&mut next, 0.0, 1000);
         assert_eq!(from_pool.as_ptr(), at);
+        // Of many given back, the last few are kept.
+        let mut many = Reusing::<f64>::pooled();
+        for _ in 0..5 * SEARCHED {
+            many.give_back(vec![0.0; 1000]);
+        }
+        assert_eq!(many.spares.bytes(), 2 * SEARCHED * 1000 * 8);
+        drop(many);
         // Released, it is gone.
         next.give_back(from_pool);
         drop(next);

@@ -27,9 +27,10 @@ pub(crate) const SPARE_FROM_LEN: usize = if cfg!(feature = "spare-every-buffer")
 
 /// How many of the last spare buffers a request looks through for one long
 /// enough.
-const SEARCHED: usize = 8;
+pub(crate) const SEARCHED: usize = 8;
 
-/// The spare buffers of a [`Stack`](super::Stack).
+/// The spare buffers of a [`Stack`](super::Stack) or a
+/// [`Reusing`](super::Reusing) record.
 #[derive(Debug)]
 pub(crate) struct Spares<S> {
     buffers: Vec<Vec<S>>,
@@ -97,7 +98,7 @@ impl<S> Spares<S> {
     /// its whole old allocation; one with much more would leave the next,
     /// longer request none: a forward pass's seeded inputs must not take
     /// the memory of the result the pass before gave back.)
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, len: usize) -> Option<Vec<S>> {
         if len < SPARE_FROM_LEN {
             return None;
@@ -122,6 +123,20 @@ impl<S> Spares<S> {
             buffer.clear();
             self.room += buffer.capacity();
             self.buffers.push(buffer);
+        }
+    }
+
+    /// Frees all but the last `count` spare buffers given back (a request
+    /// looks at the last few only: older ones would be held for nothing).
+    #[inline]
+    pub(crate) fn keep_last(&mut self, count: usize) {
+        if self.buffers.len() > count {
+            let older = self.buffers.len() - count;
+            self.room -= self.buffers[..older]
+                .iter()
+                .map(Vec::capacity)
+                .sum::<usize>();
+            self.buffers.drain(..older);
         }
     }
 

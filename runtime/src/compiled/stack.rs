@@ -32,6 +32,8 @@ pub trait Record<S> {
     /// Keeps a whole buffer the forward pass has no further use for (a
     /// local `Vec` at the end of its scope), by moving it: nothing is
     /// copied, and the adjoint gets it back from [`Stack::pop_buffer`].
+    /// (Where no adjoint will run, the memory serves the next buffers:
+    /// [`Reusing`](super::Reusing).)
     fn buffer(&mut self, values: Vec<S>);
     /// Keeps a discrete value (see [`Bits`]).
     fn bits(&mut self, bits: u64);
@@ -44,8 +46,8 @@ pub trait Record<S> {
     /// in memory).
     fn reserve(&mut self, reals: usize, words: usize, flags: usize) -> Self::Reserved<'_>;
     /// A new local buffer of `len` copies of `value` (`vec![value; len]`),
-    /// in memory an adjoint gave back if there is some (see
-    /// [`Stack::filled`]).
+    /// in memory an adjoint or an earlier pass gave back if there is some
+    /// (see [`Stack::filled`], [`Reusing`](super::Reusing)).
     #[inline(always)]
     fn filled(&mut self, value: S, len: usize) -> Vec<S>
     where
