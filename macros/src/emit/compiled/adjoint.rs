@@ -144,7 +144,7 @@ impl Passes<'_> {
         let give_back_result = (self.function.result_struct.is_none()
             && self.is_buffer(self.function.result))
         .then(|| {
-            let (adjoint, stack) = (self.adjoint(self.function.result), self.stack());
+            let (adjoint, stack) = (self.adjoint(self.function.result), names::stack());
             quote!(::deltad::__private::ResultBuffer::give_back(&mut #adjoint, &mut *#stack);)
         });
         quote! {
@@ -158,19 +158,14 @@ impl Passes<'_> {
         }
     }
 
-    fn stack(&self) -> TokenStream {
-        let stack = names::stack();
-        quote!(#stack)
-    }
-
     /// `stack.pop_bits::<T>()`.
     pub(crate) fn pop_bits(&self, ty: TokenStream) -> TokenStream {
-        let stack = self.stack();
+        let stack = names::stack();
         quote!(#stack.pop_bits::<#ty>())
     }
 
     fn pop_real(&self) -> TokenStream {
-        let stack = self.stack();
+        let stack = names::stack();
         quote!(#stack.pop_real())
     }
 
@@ -306,7 +301,7 @@ impl Passes<'_> {
     /// which makes it (else an exit may skip that statement).
     fn give_backs(&self, stmts: &[Stmt], rev_first: bool, reaches_end: bool) -> Vec<TokenStream> {
         let plan = &self.analysis.plan;
-        let (s, stack) = (&self.scalar, self.stack());
+        let (s, stack) = (&self.scalar, names::stack());
         let mut gives = Vec::new();
         for (k, stmt) in stmts.iter().enumerate() {
             let StmtKind::Let { var, init } = &stmt.kind else {
@@ -376,7 +371,7 @@ impl Passes<'_> {
                 quote!(let mut #one: #s = #pop;)
             }
             several => {
-                let stack = self.stack();
+                let stack = names::stack();
                 let count = several.len();
                 // In the order they were pushed: the last popped first.
                 let names = several.iter().rev();
@@ -448,7 +443,7 @@ impl Passes<'_> {
             }
             Establish::Pop => match self.kept_whole_type(var, init.as_ref()) {
                 Some(ty) => {
-                    let (s, stack) = (&self.scalar, self.stack());
+                    let (s, stack) = (&self.scalar, names::stack());
                     quote!(let mut #name = <#ty as ::deltad::__private::KeptWhole<#s>>::pop_kept(#stack);)
                 }
                 None => self.pop_var(var, init.as_ref()),
@@ -494,7 +489,7 @@ impl Passes<'_> {
     /// gives an array's length).
     fn pop_var(&self, var: VarId, init: Option<&crate::ir::Expr>) -> TokenStream {
         let name = self.name(var);
-        let stack = self.stack();
+        let stack = names::stack();
         if self.is_buffer(var) {
             let len = format_ident!("__deltad_popped_len", span = Span::mixed_site());
             let pop_len = self.pop_bits(quote!(usize));
@@ -587,7 +582,7 @@ impl Passes<'_> {
             StmtKind::If { cond, then, els } => {
                 let decision = decision_local(stmt.id);
                 let value = if plan.push_decision[stmt.id] {
-                    let stack = self.stack();
+                    let stack = names::stack();
                     quote!(#stack.pop_flag())
                 } else {
                     self.value(cond, Side::Adjoint)
@@ -677,7 +672,7 @@ impl Passes<'_> {
                             return reversed;
                         }
                         // The elements kept before the loop, put back after it.
-                        let stack = self.stack();
+                        let stack = names::stack();
                         let restores = kept_before.iter().rev().map(|&var| {
                             let name = self.name(var);
                             quote!(#stack.restore_range(&mut #name[..], #walk.start, #walk.end);)
@@ -805,7 +800,7 @@ impl Passes<'_> {
         let (s, a) = (&self.scalar, &self.cotangent);
         let adj = self.callee(&call.path, "__adj");
         let args = self.call_args(call, Side::Adjoint);
-        let stack = self.stack();
+        let stack = names::stack();
         let mut before = Vec::new();
         let mut sinks = Vec::new();
         let mut after = ExprAdjoint::new(self);

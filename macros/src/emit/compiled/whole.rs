@@ -20,7 +20,7 @@ use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
 use super::values::Side;
-use super::{Passes, Recording};
+use super::{names, Passes, Recording};
 use crate::analyze::Establish;
 use crate::ir::{AssignOp, Expr, ExprKind, NewBuffer, Origin, Place, StmtId, StmtKind, VarId};
 
@@ -194,11 +194,11 @@ impl Passes<'_> {
             // (In memory the adjoint gave back if there is some: see
             // `Stack::filled`.)
             Some(ExprKind::Call(call)) => {
-                let (a, path, stack) = (&self.cotangent, &call.path, names_stack());
+                let (a, path, stack) = (&self.cotangent, &call.path, names::stack());
                 quote!(<#path::__Out<#a> as ::deltad::__private::ResultBuffer<#a>>::zeros_on(&mut *#stack, #len))
             }
             _ => {
-                let (s, a, stack) = (&self.scalar, &self.cotangent, names_stack());
+                let (s, a, stack) = (&self.scalar, &self.cotangent, names::stack());
                 quote!(<#a as ::deltad::__private::Cotangent<#s>>::zeros_on(&mut *#stack, #len))
             }
         }
@@ -242,7 +242,7 @@ impl Passes<'_> {
             return quote!({ #restore });
         }
         let a = &self.cotangent;
-        let stack = names_stack();
+        let stack = names::stack();
         let mut give = self.give_adjoint(value, quote!(#taken), &taken);
         // (A callee's adjoint takes the buffer and gives it back itself.)
         if !matches!(value.kind, ExprKind::Call(_)) {
@@ -305,7 +305,7 @@ impl Passes<'_> {
         }
         let name = self.name(var);
         let pop = if self.active(var) {
-            let stack = names_stack();
+            let stack = names::stack();
             quote!(#stack.pop_real())
         } else {
             let ty = self.plain_type(var);
@@ -317,7 +317,7 @@ impl Passes<'_> {
     /// Puts the old contents of buffer `var` back from the stack.
     fn restore_buffer(&self, var: VarId) -> TokenStream {
         let name = self.name(var);
-        let stack = names_stack();
+        let stack = names::stack();
         let len = format_ident!("__deltad_popped_len", span = Span::mixed_site());
         let pop_len = self.pop_bits(quote!(usize));
         if self.active(var) {
@@ -392,8 +392,4 @@ impl Passes<'_> {
             _ => unreachable!("the lowering makes only these buffer values"),
         }
     }
-}
-
-fn names_stack() -> syn::Ident {
-    super::names::stack()
 }
