@@ -834,17 +834,9 @@ impl Passes<'_> {
                             <#a as ::deltad::__private::Cotangent<#s>>::zeros_on(&mut *#stack, #to - #start);
                     });
                     sinks.push(quote!(&mut #local[..]));
-                    let k = format_ident!("__deltad_k", span = Span::mixed_site());
-                    let adjoint = self.adjoint(buffer.var);
-                    let element = if self.is_param(buffer.var) {
-                        quote!(*::deltad::__private::SliceSink::at(&mut #adjoint, #start + #k))
-                    } else {
-                        quote!(#adjoint[#start + #k])
-                    };
+                    let add = self.add_adjoints(buffer.var, Some(&start), &local);
                     after.push(quote! {
-                        for #k in 0..#local.len() {
-                            #element += #local[#k];
-                        }
+                        #add
                         <#a as ::deltad::__private::Cotangent<#s>>::give_back(&mut *#stack, #local);
                     });
                 }

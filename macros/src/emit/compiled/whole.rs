@@ -347,25 +347,40 @@ impl Passes<'_> {
     /// Gives the adjoint of a whole buffer value (`adjoint`, an owned
     /// `Vec` named `local` where it must be read element by element) to
     /// the value.
+    /// `for k in 0..local.len() { adjoint[start + k] += local[k] }`: the
+    /// adjoints in the local buffer `local` added into those of buffer
+    /// `var` from element `start` (0 without one), through its sink if it
+    /// is a parameter.
+    pub(super) fn add_adjoints(
+        &self,
+        var: VarId,
+        start: Option<&syn::Ident>,
+        local: &syn::Ident,
+    ) -> TokenStream {
+        let target = self.adjoint(var);
+        let k = format_ident!("__deltad_k", span = Span::mixed_site());
+        let at = match start {
+            Some(start) => quote!(#start + #k),
+            None => quote!(#k),
+        };
+        let add = if self.is_param(var) {
+            quote!(*::deltad::__private::SliceSink::at(&mut #target, #at) += #local[#k];)
+        } else {
+            quote!(#target[#at] += #local[#k];)
+        };
+        quote! {
+            for #k in 0..#local.len() {
+                #add
+            }
+        }
+    }
+
     fn give_adjoint(&self, value: &Expr, adjoint: TokenStream, local: &syn::Ident) -> TokenStream {
         if !self.is_active(value) {
             return TokenStream::new();
         }
         match &value.kind {
-            ExprKind::Var(source) => {
-                let target = self.adjoint(*source);
-                let k = format_ident!("__deltad_k", span = Span::mixed_site());
-                let add = if self.is_param(*source) {
-                    quote!(*::deltad::__private::SliceSink::at(&mut #target, #k) += #local[#k];)
-                } else {
-                    quote!(#target[#k] += #local[#k];)
-                };
-                quote! {
-                    for #k in 0..#local.len() {
-                        #add
-                    }
-                }
-            }
+            ExprKind::Var(source) => self.add_adjoints(*source, None, local),
             ExprKind::Call(call) => self.rev_call(call, adjoint),
             ExprKind::NewBuffer(new) => {
                 let mut adjoint_expr = ExprAdjoint::new(self);
