@@ -59,11 +59,10 @@ impl<S: Clone> Spares<S> {
     /// n = 1000.)
     #[inline(always)]
     pub(crate) fn filled(&mut self, value: S, len: usize) -> Vec<S> {
-        let mut buffer = if len < SPARE_FROM_LEN {
-            Vec::with_capacity(len.max(1))
-        } else {
-            self.empty(len)
-        };
+        if len < SPARE_FROM_LEN {
+            return super::repeated(value, len);
+        }
+        let mut buffer = self.empty(len);
         buffer.resize(len, value);
         buffer
     }
