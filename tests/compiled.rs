@@ -2328,6 +2328,95 @@ fn long_buffers_reuse_the_memory_the_adjoint_gives_back() {
     }
 }
 
+// A local buffer moved into a variable by the last statement of its block
+// (`y = next;`, as a time-stepping loop writes it): the forward pass moves
+// it, keeping the old contents whole where the adjoint reads them, and the
+// adjoint moves the variable's adjoint into the buffer's. Lengths that
+// change, short buffers (kept by copy) and long ones (moved), a branch's
+// block, the buffer made by a call or by `vec![..]`, and buffers whose
+// values the adjoint also reads (kept at the end of their block, so copied
+// as before).
+macro_rules! moved_states {
+    ($name:ident, $grow:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $grow(y: &[f64], a: f64) -> Vec<f64> {
+            let mut out = vec![0.0; y.len() + 1];
+            for i in 0..y.len() {
+                out[i] = (y[i] * a).sin() + y[i];
+            }
+            out[y.len()] = a * y[0];
+            out
+        }
+
+        #[differentiate($engine)]
+        fn $name(x: &[f64], steps: usize) -> f64 {
+            let mut y = vec![0.0; x.len()];
+            for i in 0..x.len() {
+                y[i] = x[i];
+            }
+            let mut total = 0.0;
+            for k in 0..steps {
+                if k % 3 == 1 {
+                    // Longer by one, from a call.
+                    let next = $grow(&y, x[k % x.len()]);
+                    y = next;
+                } else if k % 3 == 2 {
+                    // Shorter by one, from `vec![..]`, its values read too.
+                    let mut next = vec![0.0; y.len() - 1];
+                    for i in 0..next.len() {
+                        next[i] = y[i] * y[i + 1] * 0.5 + x[i % x.len()];
+                    }
+                    total += next[0] * next[next.len() - 1];
+                    y = next;
+                } else {
+                    // The same length, the old contents read by the adjoint.
+                    let mut next = vec![0.0; y.len()];
+                    for i in 0..y.len() {
+                        next[i] = (y[i] + y[(i + 1) % y.len()]).cos();
+                    }
+                    y = next;
+                }
+                total += y[k % y.len()];
+            }
+            let mut s = 0.0;
+            for v in &y {
+                s += v * v;
+            }
+            s + total
+        }
+    };
+}
+moved_states!(moved_states, grow, compiled);
+moved_states!(moved_states_tape, grow_tape, tape);
+
+#[test]
+fn buffers_moved_at_the_end_of_their_block() {
+    let mut rng = Rng::new(23);
+    // 4 reals (kept by copy) and 300 (moved whole).
+    for n in [4, 300] {
+        let x = rng.vec(n, -1.0, 1.0);
+        for steps in [0, 1, 5] {
+            let what = format!("n = {n}, {steps} steps");
+            let (g, tape_g) = agree!(moved_states, moved_states_tape, (&x, steps), &what);
+            same(&g.x, &tape_g.x, &format!("{what}: the tape"));
+            let fd = finite_difference(|x| moved_states(x, steps), &x);
+            assert_close(&g.x, &fd, &format!("{what}: finite differences"));
+            let v = rng.vec(n, -1.0, 1.0);
+            let (_, jv) = moved_states::jvp(&x, steps, &moved_states::Grad { x: v.clone() });
+            let dot: f64 = g.x.iter().zip(&v).map(|(a, b)| a * b).sum();
+            near(jv, dot, 1e-12 * (1.0 + dot.abs()), &format!("{what}: jvp"));
+            let hv = moved_states::hvp(&x, steps, &moved_states::Grad { x: v.clone() }).x;
+            let hv_tape = moved_states_tape::hvp(&x, steps, &moved_states_tape::Grad { x: v }).x;
+            assert_close_tol(
+                &hv,
+                &hv_tape,
+                1e-10,
+                &format!("{what}: Hessian-vector product"),
+            );
+        }
+    }
+}
+
 // A buffer passed to two parameters of one call (`dot(x, x)`, a local
 // twice, two overlapping ranges of one buffer, the vector primitive): the
 // callee's adjoint adds the second argument's adjoint into a buffer of its

@@ -11,6 +11,7 @@ pub(crate) mod fields;
 pub(crate) mod keep;
 pub(crate) mod loop_saves;
 pub(crate) mod mode;
+pub(crate) mod moves;
 pub(crate) mod narrow;
 pub(crate) mod positions;
 pub(crate) mod reverse;

@@ -83,6 +83,10 @@ pub(crate) struct Plan {
     pub codes: Vec<bool>,
     /// Per loop: the adjoint needs the loop variable.
     pub index_needed: Vec<bool>,
+    /// Per local buffer: moved into another variable by the last statement
+    /// of its block (`moves.rs`), where the adjoint makes its adjoint, by
+    /// moving, unless the adjoint has its values or keeps its length.
+    pub moved: Vec<bool>,
 }
 
 impl Plan {
@@ -142,6 +146,7 @@ pub(crate) fn plan(
             has_reverse: vec![false; stmts],
             codes: vec![false; function.block_count],
             index_needed: vec![false; function.loops.len()],
+            moved: Vec::new(),
         },
         reads: Vec::new(),
         forced: vec![false; vars],
@@ -157,6 +162,7 @@ pub(crate) fn plan(
         }
     });
     planner.usefulness();
+    planner.plan.moved = super::moves::moved_at_end(function, &planner.plan.useful);
     planner.exits();
     planner.statement_reads();
     planner.settle()?;
@@ -317,8 +323,12 @@ impl<'a> Planner<'a> {
     fn reads_of(&mut self, stmt: &Stmt) {
         let at = stmt.id;
         if let StmtKind::Let { var, .. } = &stmt.kind {
-            // A useful buffer's adjoint is allocated with its length.
-            if self.plan.useful[*var] && self.function.vars[*var].kind == VarKind::Buffer {
+            // A useful buffer's adjoint is allocated with its length
+            // (one moved at its block's end takes its adjoint there).
+            if self.plan.useful[*var]
+                && self.function.vars[*var].kind == VarKind::Buffer
+                && !self.plan.moved[*var]
+            {
                 self.reads.push(Read {
                     var: *var,
                     at,

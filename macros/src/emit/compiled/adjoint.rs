@@ -474,9 +474,10 @@ impl Passes<'_> {
         };
         let storage = (self.useful(var) && self.is_buffer(var)).then(|| {
             let adjoint = self.adjoint(var);
-            // (Made where the result's adjoint moves into it, if it does:
-            // the compiler checks that this comes before every use.)
-            if self.adjoint_made_at_result(var) {
+            // (Made where the result's adjoint moves into it, or where the
+            // buffer moves into another variable, if it does: the compiler
+            // checks that this comes before every use.)
+            if self.adjoint_made_at_result(var) || self.moved_at_end(var) {
                 return TokenStream::new();
             }
             let storage = self.adjoint_storage(var, init.as_ref());

@@ -105,6 +105,17 @@ impl Passes<'_> {
             && !self.function.vars[self.function.result].array
     }
 
+    /// True if the local buffer `var` moves into another variable as its
+    /// block ends (`analyze/moves.rs`), and nothing after keeps it or its
+    /// length: the forward pass moves it, and the adjoint makes its adjoint
+    /// there, out of the other's.
+    pub(crate) fn moved_at_end(&self, var: VarId) -> bool {
+        let plan = &self.analysis.plan;
+        plan.moved[var]
+            && plan.establish[var] == Establish::None
+            && plan.establish_len[var] != Establish::Pop
+    }
+
     /// True if the whole-buffer assignment `stmt` to `var` keeps the old
     /// length for the adjoint (a `Vec` whose contents are not kept anyway):
     /// for its adjoint, and for its value where earlier writes put its
@@ -132,7 +143,24 @@ impl Passes<'_> {
         let length = self
             .keeps_length(stmt, var, first)
             .then(|| self.push_bits(quote!(#name.len())));
-        let save = self.analysis.plan.saves[stmt].then(|| self.push_var(var));
+        let saves = self.analysis.plan.saves[stmt];
+        // A local buffer moved as its block ends: moved, and the old
+        // contents, if kept, kept whole.
+        if let ExprKind::Var(source) = &value.kind {
+            if self.moved_at_end(*source) {
+                let (source, rec) = (self.name(*source), self.rec());
+                let assign = if saves {
+                    quote!(::deltad::__private::KeptWhole::keep(::core::mem::replace(&mut #name, #source), #rec);)
+                } else {
+                    quote!(#name = #source;)
+                };
+                return quote!({
+                    #length
+                    #assign
+                });
+            }
+        }
+        let save = saves.then(|| self.push_var(var));
         // A buffer variable copied into one of the same kind: the elements
         // are copied into the existing allocation.
         if let ExprKind::Var(source) = &value.kind {
@@ -227,8 +255,15 @@ impl Passes<'_> {
         let adjoint = self.adjoint(var);
         let taken = format_ident!("__deltad_taken", span = Span::mixed_site());
         let old_length = format_ident!("__deltad_old_len", span = Span::mixed_site());
+        let moved = match value.kind {
+            ExprKind::Var(source) if self.moved_at_end(source) => Some(source),
+            _ => None,
+        };
         let restore = if self.analysis.plan.saves[stmt] {
-            let restore = self.restore_buffer(var);
+            let restore = match moved {
+                Some(source) => self.restore_whole(var, source),
+                None => self.restore_buffer(var),
+            };
             quote!(#restore let #old_length: usize = #name.len();)
         } else if self.keeps_length(stmt, var, first) {
             let pop = self.pop_bits(quote!(usize));
@@ -243,6 +278,17 @@ impl Passes<'_> {
         }
         let a = &self.cotangent;
         let stack = names::stack();
+        if let Some(source) = moved {
+            // Its adjoint is made here: the adjoint of what it became.
+            let target = self.adjoint(source);
+            return quote!({
+                #restore
+                #target = ::core::mem::replace(
+                    &mut #adjoint,
+                    ::deltad::__private::ResultBuffer::<#a>::zeros_on(&mut *#stack, #old_length),
+                );
+            });
+        }
         let mut give = self.give_adjoint(value, quote!(#taken), &taken);
         // (A callee's adjoint takes the buffer and gives it back itself.)
         if !matches!(value.kind, ExprKind::Call(_)) {
@@ -315,6 +361,19 @@ impl Passes<'_> {
     }
 
     /// Puts the old contents of buffer `var` back from the stack.
+    /// Puts back the old contents of `var`, kept whole where `source`
+    /// moved into it (the variable's memory goes back to the stack).
+    fn restore_whole(&self, var: VarId, source: VarId) -> TokenStream {
+        let (name, s, stack) = (self.name(var), &self.scalar, names::stack());
+        let ty = self
+            .kept_whole_type(source, self.function.let_value(source))
+            .expect("a moved buffer is made by `vec![..]` or a call");
+        quote! {
+            ::deltad::__private::KeptWhole::<#s>::give_back(&mut #name, &mut *#stack);
+            #name = <#ty as ::deltad::__private::KeptWhole<#s>>::pop_kept(#stack);
+        }
+    }
+
     fn restore_buffer(&self, var: VarId) -> TokenStream {
         let name = self.name(var);
         let stack = names::stack();
