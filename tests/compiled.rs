@@ -2417,6 +2417,163 @@ fn buffers_moved_at_the_end_of_their_block() {
     }
 }
 
+// A work buffer a loop overwrites whole (kept by moving it when it is
+// long: the loop writes into other memory, and the adjoint moves it back)
+// or in part (its elements there kept in one copy), read between the
+// rounds, and an array overwritten the same ways.
+both!(overwritten, overwritten_tape, fn(x: &[f64], rounds: usize) -> f64 {
+    let n = x.len();
+    let mut work = vec![0.0; n];
+    let mut small = [0.0; 3];
+    let mut total = 0.0;
+    for r in 0..rounds {
+        let scale = r as f64 + 1.0;
+        for i in 0..n {
+            work[i] = x[i] * scale + x[(i + r) % n];
+        }
+        for k in 0..3 {
+            small[k] = work[k] * x[n - 1 - k];
+        }
+        for i in 0..n {
+            total += work[i] * work[(i + 1) % n] * small[i % 3];
+        }
+        for i in 1..n / 2 {
+            work[i] = x[i] * x[n - 1 - i];
+        }
+        for k in 1..3 {
+            small[k] = x[k] * scale;
+        }
+        for i in 0..n {
+            total += work[i] * work[n - 1 - i] * small[(i + r) % 3];
+        }
+    }
+    total
+});
+
+#[test]
+fn buffers_overwritten_whole_or_in_part_by_loops() {
+    let mut rng = Rng::new(29);
+    // 6 reals (kept by copy) and 300 (the whole buffer moved).
+    for n in [6, 300] {
+        let x = rng.vec(n, -1.0, 1.0);
+        for rounds in [0, 1, 3] {
+            let what = format!("n = {n}, {rounds} rounds");
+            let (g, tape_g) = agree!(overwritten, overwritten_tape, (&x, rounds), &what);
+            same(&g.x, &tape_g.x, &format!("{what}: the tape"));
+            let fd = finite_difference(|x| overwritten(x, rounds), &x);
+            assert_close(&g.x, &fd, &format!("{what}: finite differences"));
+            let v = rng.vec(n, -1.0, 1.0);
+            let hv = overwritten::hvp(&x, rounds, &overwritten::Grad { x: v.clone() }).x;
+            let hv_tape = overwritten_tape::hvp(&x, rounds, &overwritten_tape::Grad { x: v }).x;
+            assert_close_tol(
+                &hv,
+                &hv_tape,
+                1e-10,
+                &format!("{what}: Hessian-vector product"),
+            );
+        }
+    }
+}
+
+// Copies of parameters the function writes (`let mut y = x.to_vec();`, a
+// `&Vec` parameter's `.clone()`, an array's `.to_vec()`, a result that is
+// a copy, copies assigned in a loop) and whole buffers assigned in a loop
+// that keeps values (a call's result, a local's copy): these did not
+// compile on the compiled path (a parameter's copy was a copy of the
+// reference; the loop reserved room for its pushes, which a whole buffer's
+// exceed).
+both!(copy_written, copy_written_tape, fn(x: &[f64], w: &Vec<f64>, a: &[f64; 3]) -> f64 {
+    let mut y = x.to_vec();
+    y[0] = y[0] * y[1];
+    let mut v = w.clone();
+    for i in 0..v.len() {
+        v[i] = v[i] * y[i % y.len()];
+    }
+    let mut b = a.to_vec();
+    b[2] = b[0] * b[1];
+    let mut s = v[0] * b[2];
+    for k in 0..3 {
+        if k == 1 {
+            y = w.to_vec();
+        } else {
+            y = x.to_owned();
+        }
+        y[1] = y[1] * y[0];
+        s += y[1] * y[0] + y[0];
+    }
+    s
+});
+
+both!(copy_result, copy_result_tape, fn(x: &[f64]) -> Vec<f64> {
+    x.to_vec()
+});
+
+#[differentiate(compiled)]
+fn swap_scaled(x: &[f64], y: &[f64]) -> Vec<f64> {
+    vec![x[0] * y[1], x[1] * y[0]]
+}
+
+#[differentiate(tape)]
+fn swap_scaled_tape(x: &[f64], y: &[f64]) -> Vec<f64> {
+    vec![x[0] * y[1], x[1] * y[0]]
+}
+
+macro_rules! whole_in_loops {
+    ($name:ident, $swap:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(x: &[f64]) -> f64 {
+            let mut y = vec![1.0, 2.0];
+            let z = vec![x[0] * 2.0, x[1]];
+            let mut s = 0.0;
+            for k in 0..3 {
+                y = $swap(x, &y);
+                y[1] = y[1] * y[0];
+                s += y[1] * y[0];
+                if k == 1 {
+                    y = z.clone();
+                    y[0] = y[0] * y[1];
+                }
+                s += y[0] * y[0];
+            }
+            s
+        }
+    };
+}
+whole_in_loops!(whole_in_loops, swap_scaled, compiled);
+whole_in_loops!(whole_in_loops_tape, swap_scaled_tape, tape);
+
+#[test]
+fn copies_of_parameters_and_whole_buffers_assigned_in_loops() {
+    let (x, w, a) = ([0.7, -1.3], vec![0.4, 1.1, -0.6], [1.5, -0.8, 0.3]);
+    let (g, tape_g) = agree!(copy_written, copy_written_tape, (&x, &w, &a), "copies");
+    same(&g.x, &tape_g.x, "copies: x");
+    same(&g.w, &tape_g.w, "copies: w");
+    same(&g.a, &tape_g.a, "copies: a");
+    let mut point = x.to_vec();
+    point.extend(&w);
+    point.extend(a);
+    let mut got = g.x.clone();
+    got.extend(&g.w);
+    got.extend(g.a);
+    check_gradient(
+        |p| copy_written(&p[..2], &p[2..5].to_vec(), &[p[5], p[6], p[7]]),
+        &point,
+        &got,
+        "copies",
+    );
+
+    let (value, rows) = copy_result::jacobian(&x);
+    assert_eq!(value, x.to_vec());
+    for (i, row) in rows.iter().enumerate() {
+        let unit: Vec<f64> = (0..2).map(|j| if i == j { 1.0 } else { 0.0 }).collect();
+        assert_eq!(row.x, unit, "the copy's Jacobian, row {i}");
+    }
+
+    let (g, tape_g) = agree!(whole_in_loops, whole_in_loops_tape, (&x), "whole in loops");
+    same(&g.x, &tape_g.x, "whole in loops");
+    check_gradient(|x| whole_in_loops(x), &x, &g.x, "whole in loops");
+}
+
 // A buffer passed to two parameters of one call (`dot(x, x)`, a local
 // twice, two overlapping ranges of one buffer, the vector primitive): the
 // callee's adjoint adds the second argument's adjoint into a buffer of its

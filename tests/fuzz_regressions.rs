@@ -1441,3 +1441,50 @@ mod unused_copy_of_a_differentiated_field {
         }
     }
 }
+
+/// Fuzz (the quick batch's seed 5, p9, seed 3002602994801539148, the first
+/// batch with whole buffers replaced): an array parameter's `.to_vec()`
+/// assigned to a `Vec` local did not compile on the compiled path (the copy
+/// was made as the array's type), nor did a `.to_vec()` of an array that a
+/// later `vec![..]` of another length replaces.
+mod array_copied_into_a_vec {
+    use super::*;
+
+    macro_rules! copies {
+        ($name:ident, $engine:ident) => {
+            #[differentiate($engine)]
+            pub fn $name(arr: [f64; 3], x0: f64, s0: &[f64]) -> f64 {
+                let mut b1: Vec<f64> = vec![-0.36; 6];
+                b1 = arr.to_vec();
+                b1[2] = b1[2] * x0;
+                let mut b2 = arr.to_vec();
+                b2[0] = b2[0] * s0[1];
+                let t = b1[0] * b1[2] + b2[0] * b2[2];
+                b2 = vec![0.5; 4];
+                b2[3] = b2[3] * x0;
+                t + b2[3] * b1[b1.len() - 1] + b2.len() as f64
+            }
+        };
+    }
+    copies!(h0, compiled);
+    copies!(h0_tape, tape);
+
+    #[test]
+    fn the_copy_is_a_vec() {
+        let (arr, x0, s0) = ([0.3, -1.2, 0.8], 0.7, [1.5, -0.4]);
+        let (value, g) = h0::value_and_grad(arr, x0, &s0);
+        assert_eq!(value, h0(arr, x0, &s0));
+        let tape = h0_tape::grad(arr, x0, &s0);
+        assert_close(&g.arr, &tape.arr, "the tape: arr");
+        near(g.x0, tape.x0, 1e-12, "the tape: x0");
+        assert_close(&g.s0, &tape.s0, "the tape: s0");
+        let mut point = arr.to_vec();
+        point.push(x0);
+        point.extend(s0);
+        let fd = finite_difference(|p| h0([p[0], p[1], p[2]], p[3], &p[4..]), &point);
+        let mut got = g.arr.to_vec();
+        got.push(g.x0);
+        got.extend(&g.s0);
+        assert_close(&got, &fd, "central differences");
+    }
+}

@@ -96,6 +96,24 @@ pub enum Count {
     Len(String),
 }
 
+/// What a whole buffer is replaced with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Replacement {
+    /// `source.method()`: a copy of a slice or buffer of the same length.
+    Copy {
+        source: String,
+        method: &'static str,
+    },
+    /// `{ let mut temp = vec![0.0; name.len()]; for var in 0..temp.len() {
+    /// temp[var] = value; } name = temp; }`: a new buffer moved into it as
+    /// its block ends.
+    Moved {
+        temp: String,
+        var: String,
+        value: Expr,
+    },
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
     /// `let [mut] name[: f64] = value;`
@@ -111,6 +129,18 @@ pub enum Stmt {
         len: usize,
         fill: f64,
         annotate: bool,
+    },
+    /// `let mut name = source.method();`: a copy of a slice or a buffer
+    /// (`to_vec`, `to_owned`, `clone`).
+    LetCopy {
+        name: String,
+        source: String,
+        method: &'static str,
+    },
+    /// `name = ..;`: the whole buffer replaced (by a value of its length).
+    Replace {
+        name: String,
+        with: Replacement,
     },
     /// `let name = Pt { a, b };`
     LetStruct {

@@ -193,6 +193,27 @@ fn stmt(w: &mut Writer, s: &Stmt) {
                 w.line(&format!("let mut {name} = vec![{:?}_f64; {len}];", fill));
             }
         }
+        Stmt::LetCopy {
+            name,
+            source,
+            method,
+        } => {
+            w.line(&format!("let mut {name} = {source}.{method}();"));
+        }
+        Stmt::Replace { name, with } => match with {
+            Replacement::Copy { source, method } => {
+                w.line(&format!("{name} = {source}.{method}();"));
+            }
+            Replacement::Moved { temp, var, value } => {
+                w.line("{");
+                w.line(&format!("    let mut {temp} = vec![0.0; {name}.len()];"));
+                w.line(&format!("    for {var} in 0..{temp}.len() {{"));
+                w.line(&format!("        {temp}[{var}] = {};", expr(value)));
+                w.line("    }");
+                w.line(&format!("    {name} = {temp};"));
+                w.line("}");
+            }
+        },
         Stmt::LetCall { name, call } => {
             w.line(&format!("let {name} = {};", expr(call)));
         }

@@ -134,6 +134,8 @@ enum S {
     LetBuf,
     BufAssign,
     Refill,
+    LetCopy,
+    Replace,
     LetStruct,
     LetCall,
     ForStructs,
@@ -398,6 +400,15 @@ impl Gen {
                 },
             ),
             (
+                S::LetCopy,
+                if !straight && !self.copyable().is_empty() {
+                    3
+                } else {
+                    0
+                },
+            ),
+            (S::Replace, if has_buf && !straight { 8 } else { 0 }),
+            (
                 S::LetStruct,
                 if self.uses_struct && !straight { 4 } else { 0 },
             ),
@@ -442,6 +453,8 @@ impl Gen {
             S::LetBuf => vec![self.let_buf()],
             S::BufAssign => vec![self.buf_assign()],
             S::Refill => vec![self.refill()],
+            S::LetCopy => vec![self.let_copy()],
+            S::Replace => vec![self.replace()],
             S::LetStruct => {
                 let (a, _) = self.real_capped(2);
                 let (b, _) = self.real_capped(2);
@@ -761,6 +774,88 @@ impl Gen {
             var,
             start,
             value,
+        }
+    }
+
+    /// The length of a slice or buffer (0 when unknown).
+    fn seq_len(&self, i: usize) -> usize {
+        match self.vars[i].kind {
+            Kind::Slice(n) | Kind::Buf(n) => n,
+            _ => 0,
+        }
+    }
+
+    /// Slices and buffers of known length, which a copy can take.
+    fn copyable(&self) -> Vec<usize> {
+        self.sequences()
+            .into_iter()
+            .filter(|&i| self.seq_len(i) > 0)
+            .collect()
+    }
+
+    /// A method that copies the slice or buffer `i`.
+    fn copy_method(&mut self, i: usize) -> &'static str {
+        // (`arr`, an array parameter, is read like a slice, but its
+        // `to_owned()` is an array.)
+        let other = match self.vars[i].kind {
+            Kind::Slice(_) if self.vars[i].name != "arr" => "to_owned",
+            Kind::Slice(_) => "to_vec",
+            _ => "clone",
+        };
+        if self.rng.chance(0.5) {
+            "to_vec"
+        } else {
+            other
+        }
+    }
+
+    fn let_copy(&mut self) -> Stmt {
+        let sources = self.copyable();
+        let i = *self.rng.pick(&sources);
+        let source = self.vars[i].name.clone();
+        let (len, bound) = (self.seq_len(i), self.vars[i].bound);
+        let method = self.copy_method(i);
+        let name = self.name("b");
+        self.declare(&name, Kind::Buf(len), bound, true);
+        Stmt::LetCopy {
+            name,
+            source,
+            method,
+        }
+    }
+
+    /// A whole buffer replaced: by a copy of another (whose length it
+    /// takes), or by a new buffer filled by a loop and moved into it.
+    fn replace(&mut self) -> Stmt {
+        let candidates = self.writable_bufs();
+        let i = *self.rng.pick(&candidates);
+        let name = self.vars[i].name.clone();
+        let len = self.seq_len(i);
+        let others: Vec<usize> = self.copyable().into_iter().filter(|&j| j != i).collect();
+        if !others.is_empty() && self.rng.chance(0.5) {
+            let j = *self.rng.pick(&others);
+            let source = self.vars[j].name.clone();
+            let method = self.copy_method(j);
+            self.vars[i].bound = self.vars[i].bound.max(self.vars[j].bound);
+            // (On other paths it keeps its length: the shorter is known.)
+            self.vars[i].kind = Kind::Buf(len.min(self.seq_len(j)));
+            return Stmt::Replace {
+                name,
+                with: Replacement::Copy { source, method },
+            };
+        }
+        self.enter_loop(len, LoopKind::Plain);
+        let var = self.name("i");
+        self.declare(&var, Kind::Int(len.max(1)), len as f64, false);
+        let (e, be) = self.real(2);
+        let (value, be) = self.squash(e, be);
+        self.vars.retain(|v| v.name != var);
+        self.loop_levels.pop();
+        self.vars[i].bound = self.vars[i].bound.max(be);
+        let temp = self.name("t");
+        Stmt::Replace {
+            name,
+            with: Replacement::Moved { temp, var, value },
         }
     }
 

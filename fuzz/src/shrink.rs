@@ -291,7 +291,12 @@ impl Mutator {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } | Stmt::Return(value) => {
                 self.expr(value)
             }
-            Stmt::BufAssign { value, .. } | Stmt::Refill { value, .. } => self.expr(value),
+            Stmt::BufAssign { value, .. }
+            | Stmt::Refill { value, .. }
+            | Stmt::Replace {
+                with: Replacement::Moved { value, .. },
+                ..
+            } => self.expr(value),
             Stmt::LetStruct { a, b, .. } => {
                 self.expr(a);
                 self.expr(b);
@@ -313,7 +318,11 @@ impl Mutator {
             | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => self.stmts(body),
-            Stmt::LetBuf { .. } | Stmt::Break | Stmt::Continue => {}
+            Stmt::LetBuf { .. }
+            | Stmt::LetCopy { .. }
+            | Stmt::Replace { .. }
+            | Stmt::Break
+            | Stmt::Continue => {}
         }
     }
 
@@ -520,7 +529,11 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
             | Stmt::Assign { value, .. }
             | Stmt::Return(value)
             | Stmt::BufAssign { value, .. }
-            | Stmt::Refill { value, .. } => visit_expr(value, e),
+            | Stmt::Refill { value, .. }
+            | Stmt::Replace {
+                with: Replacement::Moved { value, .. },
+                ..
+            } => visit_expr(value, e),
             Stmt::LetStruct { a, b, .. } => {
                 visit_expr(a, e);
                 visit_expr(b, e);
@@ -542,7 +555,11 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
             | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => visit_stmts(body, s, e),
-            Stmt::LetBuf { .. } | Stmt::Break | Stmt::Continue => {}
+            Stmt::LetBuf { .. }
+            | Stmt::LetCopy { .. }
+            | Stmt::Replace { .. }
+            | Stmt::Break
+            | Stmt::Continue => {}
         }
     }
 }
@@ -580,7 +597,11 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
             | Stmt::Assign { value, .. }
             | Stmt::Return(value)
             | Stmt::BufAssign { value, .. }
-            | Stmt::Refill { value, .. } => visit_expr_mut(value, f),
+            | Stmt::Refill { value, .. }
+            | Stmt::Replace {
+                with: Replacement::Moved { value, .. },
+                ..
+            } => visit_expr_mut(value, f),
             Stmt::LetStruct { a, b, .. } => {
                 visit_expr_mut(a, f);
                 visit_expr_mut(b, f);
@@ -602,7 +623,11 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
             | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => visit_stmts_mut(body, f),
-            Stmt::LetBuf { .. } | Stmt::Break | Stmt::Continue => {}
+            Stmt::LetBuf { .. }
+            | Stmt::LetCopy { .. }
+            | Stmt::Replace { .. }
+            | Stmt::Break
+            | Stmt::Continue => {}
         }
     }
 }

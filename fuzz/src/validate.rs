@@ -128,6 +128,28 @@ impl Env<'_> {
                 self.vars.push((name.clone(), Kind::Buf));
                 *len > 0
             }
+            Stmt::LetCopy { name, source, .. } => {
+                let ok = self.is(source, |k| matches!(k, Kind::Slice | Kind::Buf));
+                self.vars.push((name.clone(), Kind::Buf));
+                ok
+            }
+            Stmt::Replace { name, with } => {
+                if !self.is(name, |k| k == Kind::Buf) || self.frozen.contains(name) {
+                    return false;
+                }
+                match with {
+                    Replacement::Copy { source, .. } => {
+                        self.is(source, |k| matches!(k, Kind::Slice | Kind::Buf))
+                    }
+                    Replacement::Moved { var, value, .. } => {
+                        let saved = self.vars.clone();
+                        self.vars.push((var.clone(), Kind::Int));
+                        let ok = self.expr(value);
+                        self.vars = saved;
+                        ok
+                    }
+                }
+            }
             Stmt::LetStruct { name, a, b } => {
                 let ok = self.uses_struct && self.expr(a) && self.expr(b);
                 self.vars.push((name.clone(), Kind::Struct));

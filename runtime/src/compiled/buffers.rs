@@ -42,6 +42,34 @@ pub fn lift_buffer<S, B: LiftBuffer<S>>(buffer: B) -> B::Lifted {
     buffer.lift_buffer()
 }
 
+/// A buffer assigned a copy of another (`y = x.to_vec();`, `y = z.clone();`):
+/// the elements copied into its memory (a `Vec` takes the other's length).
+pub trait CopyInto<S> {
+    /// `source`'s elements copied in.
+    fn copy_from(&mut self, source: &[S]);
+}
+
+impl<S: Clone> CopyInto<S> for Vec<S> {
+    #[inline]
+    fn copy_from(&mut self, source: &[S]) {
+        self.clear();
+        self.extend_from_slice(source);
+    }
+}
+
+impl<S: Clone, const N: usize> CopyInto<S> for [S; N] {
+    #[inline]
+    fn copy_from(&mut self, source: &[S]) {
+        self.clone_from_slice(source);
+    }
+}
+
+/// `source`'s elements copied into `target` (see [`CopyInto`]).
+#[inline]
+pub fn copy_into<S, T: CopyInto<S> + ?Sized>(source: &[S], target: &mut T) {
+    target.copy_from(source);
+}
+
 /// A buffer of scalars `S` as a whole value (a result, an adjoint): a
 /// `Vec` or an array.
 pub trait ResultBuffer<S>: Sized {

@@ -33,8 +33,9 @@ mod stack;
 mod structs;
 
 pub use buffers::{
-    buffer_lanes, buffer_part, lane_seed, lift_buffer, recorded_values, repeated, result_ids,
-    seed_buffer_and_sweep, seed_of, split_dual, unit_seed, zeros, LiftBuffer, ResultBuffer,
+    buffer_lanes, buffer_part, copy_into, lane_seed, lift_buffer, recorded_values, repeated,
+    result_ids, seed_buffer_and_sweep, seed_of, split_dual, unit_seed, zeros, LiftBuffer,
+    ResultBuffer,
 };
 
 pub use cotangent::{Cotangent, Lanes};
@@ -49,8 +50,8 @@ pub use params::{
 pub use result_use::{ResultUse, Unvalued, Valued};
 pub use reusing::Reusing;
 pub use stack::{
-    checkpoint_segment, keep_range, with_empty_stack, with_stack, Bits, KeptWhole, NoRecord,
-    Record, Reserved, Stack, StackStats,
+    checkpoint_segment, with_empty_stack, with_stack, Bits, KeptRange, KeptWhole, NoRecord, Record,
+    Reserved, Stack, StackStats,
 };
 pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,

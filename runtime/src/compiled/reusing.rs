@@ -113,6 +113,8 @@ impl<S: Clone> Record<S> for Reusing<S> {
         self.give_back(values);
     }
     #[inline(always)]
+    fn swap_out(&mut self, _: &mut Vec<S>) {}
+    #[inline(always)]
     fn bits(&mut self, _: u64) {}
     #[inline(always)]
     fn flag(&mut self, _: bool) {}

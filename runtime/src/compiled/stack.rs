@@ -35,6 +35,12 @@ pub trait Record<S> {
     /// (Where no adjoint will run, the memory serves the next buffers:
     /// [`Reusing`](super::Reusing).)
     fn buffer(&mut self, values: Vec<S>);
+    /// Keeps the whole of `values`, which a loop is about to overwrite
+    /// element by element without reading it, by moving it (like
+    /// [`buffer`](Self::buffer)), and leaves in its place a buffer of the
+    /// same length whose elements the loop writes. (Nothing where no
+    /// adjoint will run: the loop writes over the elements in place.)
+    fn swap_out(&mut self, values: &mut Vec<S>);
     /// Keeps a discrete value (see [`Bits`]).
     fn bits(&mut self, bits: u64);
     /// Keeps a decision, as one bit.
@@ -83,6 +89,8 @@ impl<S> Record<S> for NoRecord {
     fn reals(&mut self, _: &[S]) {}
     #[inline(always)]
     fn buffer(&mut self, _: Vec<S>) {}
+    #[inline(always)]
+    fn swap_out(&mut self, _: &mut Vec<S>) {}
     #[inline(always)]
     fn bits(&mut self, _: u64) {}
     #[inline(always)]
@@ -236,6 +244,11 @@ impl<S: Scalar> Record<S> for Stack<S> {
         self.buffered_room += values.capacity();
         self.buffered_room_peak = self.buffered_room_peak.max(self.buffered_room);
         self.buffers.push(values);
+    }
+    #[inline(always)]
+    fn swap_out(&mut self, values: &mut Vec<S>) {
+        let fresh = self.filled(S::zero(), values.len());
+        Record::buffer(self, core::mem::replace(values, fresh));
     }
     #[inline(always)]
     fn bits(&mut self, bits: u64) {
@@ -562,8 +575,13 @@ pub trait KeptWhole<S>: Sized {
     fn give_back(&mut self, stack: &mut Stack<S>);
 }
 
-/// From this many elements on, a kept `Vec` is moved, not copied.
-const MOVED_FROM_LEN: usize = 256;
+/// From this many elements on, a kept `Vec` is moved, not copied (from one
+/// on with the `spare-every-buffer` feature, the fuzzer's).
+const MOVED_FROM_LEN: usize = if cfg!(feature = "spare-every-buffer") {
+    1
+} else {
+    256
+};
 /// The word after a moved `Vec` (after a copied one: its length).
 const MOVED: u64 = u64::MAX;
 
@@ -606,15 +624,71 @@ impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
     fn give_back(&mut self, _: &mut Stack<S>) {}
 }
 
-/// The elements `start..end` of a buffer that a loop is about to overwrite
-/// one by one, kept in one copy (the adjoint puts them back with
-/// [`Stack::restore_range`] after running the loop backwards). The range is cut
-/// to the buffer, so that a loop running past its end panics where the
-/// plain function does (at its first write there), before any adjoint.
+/// A buffer whose elements `start..end` a loop is about to overwrite one by
+/// one, without reading them (`analyze/loop_saves.rs`): they are kept before
+/// the loop, in one copy, and the adjoint puts them back after running the
+/// loop backwards. Where the loop overwrites the whole of a long `Vec`, the
+/// `Vec` itself is kept, moved, and the loop writes into other memory
+/// ([`Record::swap_out`]); the adjoint moves it back. The range is cut to
+/// the buffer, so that a loop running past its end panics where the plain
+/// function does (at its first write there), before any adjoint.
+pub trait KeptRange<S> {
+    /// Keeps the elements `start..end`, before the loop.
+    fn keep_range<R: Record<S>>(&mut self, rec: &mut R, start: usize, end: usize);
+    /// Puts back the elements `start..end` kept last, after the loop ran
+    /// backwards (the buffer has the length it had when they were kept).
+    fn restore_range(&mut self, stack: &mut Stack<S>, start: usize, end: usize);
+}
+
+/// True if a loop over `start..end` overwrites the whole of a `Vec` of
+/// `len` elements, long enough to be kept by moving it.
 #[inline(always)]
-pub fn keep_range<S: Copy, R: Record<S>>(rec: &mut R, buffer: &[S], start: usize, end: usize) {
-    let end = end.min(buffer.len());
-    rec.reals(&buffer[start.min(end)..end]);
+fn overwrites_whole(len: usize, start: usize, end: usize) -> bool {
+    start == 0 && end >= len && len >= MOVED_FROM_LEN
+}
+
+impl<S: Scalar> KeptRange<S> for Vec<S> {
+    #[inline(always)]
+    fn keep_range<R: Record<S>>(&mut self, rec: &mut R, start: usize, end: usize) {
+        if overwrites_whole(self.len(), start, end) {
+            rec.swap_out(self);
+        } else {
+            self.as_mut_slice().keep_range(rec, start, end);
+        }
+    }
+    #[inline(always)]
+    fn restore_range(&mut self, stack: &mut Stack<S>, start: usize, end: usize) {
+        if overwrites_whole(self.len(), start, end) {
+            let kept = stack.pop_buffer();
+            stack.give_back(core::mem::replace(self, kept));
+        } else {
+            self.as_mut_slice().restore_range(stack, start, end);
+        }
+    }
+}
+
+impl<S: Scalar> KeptRange<S> for &mut [S] {
+    #[inline(always)]
+    fn keep_range<R: Record<S>>(&mut self, rec: &mut R, start: usize, end: usize) {
+        let end = end.min(self.len());
+        rec.reals(&self[start.min(end)..end]);
+    }
+    #[inline(always)]
+    fn restore_range(&mut self, stack: &mut Stack<S>, start: usize, end: usize) {
+        let end = end.min(self.len());
+        stack.restore_range(self, start.min(end), end);
+    }
+}
+
+impl<S: Scalar, const N: usize> KeptRange<S> for [S; N] {
+    #[inline(always)]
+    fn keep_range<R: Record<S>>(&mut self, rec: &mut R, start: usize, end: usize) {
+        self.as_mut_slice().keep_range(rec, start, end);
+    }
+    #[inline(always)]
+    fn restore_range(&mut self, stack: &mut Stack<S>, start: usize, end: usize) {
+        self.as_mut_slice().restore_range(stack, start, end);
+    }
 }
 
 /// A discrete value as a 64-bit word and back: integers up to 64 bits,

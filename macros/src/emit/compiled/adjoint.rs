@@ -423,10 +423,7 @@ impl Passes<'_> {
                     ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Adjoint),
                     // A copy of a buffer: the source stays (it may be read
                     // again).
-                    ExprKind::Var(source) if self.is_buffer(var) => {
-                        let source = self.name(*source);
-                        quote!(::core::clone::Clone::clone(&#source))
-                    }
+                    ExprKind::Var(source) if self.is_buffer(var) => self.buffer_copy(var, *source),
                     ExprKind::Field {
                         base,
                         index,
@@ -676,7 +673,7 @@ impl Passes<'_> {
                         let stack = names::stack();
                         let restores = kept_before.iter().rev().map(|&var| {
                             let name = self.name(var);
-                            quote!(#stack.restore_range(&mut #name[..], #walk.start, #walk.end);)
+                            quote!(::deltad::__private::KeptRange::restore_range(&mut #name, &mut *#stack, #walk.start, #walk.end);)
                         });
                         quote!({
                             #reversed

@@ -723,7 +723,7 @@ impl Passes<'_> {
         let rec = self.rec();
         let keeps = self.analysis.plan.kept_before[stmt].iter().map(|&var| {
             let name = self.name(var);
-            quote!(::deltad::__private::keep_range(#rec, &#name[..], #walk.start, #walk.end);)
+            quote!(::deltad::__private::KeptRange::keep_range(&mut #name, #rec, #walk.start, #walk.end);)
         });
         quote!(#(#keeps)*)
     }

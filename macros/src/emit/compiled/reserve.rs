@@ -10,7 +10,7 @@
 
 use super::Passes;
 use crate::analyze::{Establish, LoopPlan};
-use crate::ir::{Block, ExprKind, Stmt, StmtKind};
+use crate::ir::{Block, ExprKind, Place, Stmt, StmtKind};
 
 /// What one execution pushes at most on each lane of the stack.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,6 +142,25 @@ impl Passes<'_> {
                 init: Some(init),
             } if self.let_keeps(*var, init) => self.kept_pushes(init),
             StmtKind::Let { .. } | StmtKind::Effect(_) => Pushes::NONE,
+            // A whole buffer: its old contents (kept whole) and a callee's
+            // pushes have no bound; its old length is one word.
+            StmtKind::Assign {
+                place: Place::Var(var),
+                op,
+                value,
+                first,
+            } if self.is_buffer(*var) => {
+                let call = matches!(value.kind, ExprKind::Call(_)) && self.is_active(value);
+                if plan.saves[stmt.id] || call {
+                    return None;
+                }
+                let kept = if self.assign_keeps(*var, *op) {
+                    self.kept_pushes(value)
+                } else {
+                    Pushes::NONE
+                };
+                kept + Pushes::words(usize::from(self.keeps_length(stmt.id, *var, *first)))
+            }
             StmtKind::Assign {
                 place, op, value, ..
             } => {

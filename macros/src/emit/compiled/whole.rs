@@ -43,10 +43,7 @@ impl Passes<'_> {
                 let source = self.name(*source);
                 lift(quote!(#source))
             }
-            ExprKind::Var(source) => {
-                let source = self.name(*source);
-                lift(quote!(::core::clone::Clone::clone(&#source)))
-            }
+            ExprKind::Var(source) => lift(self.buffer_copy(var, *source)),
             ExprKind::Call(call) if self.is_active(value) => {
                 let rec = if self.useful(var) && !call.checkpoint {
                     self.rec()
@@ -59,6 +56,21 @@ impl Passes<'_> {
             }
             ExprKind::Call(call) => lift(self.plain_call(call, Side::Forward)),
             _ => unreachable!("the lowering makes only these buffer values"),
+        }
+    }
+
+    /// A copy of the buffer `source` for the variable `var`: owned where
+    /// `var` is mutable or the result (`let mut y = x.to_vec();`, whose elements it
+    /// writes: a pass takes a parameter as a slice, which `Clone` would
+    /// copy as a reference), else as `Clone` makes it (`let y = x;` of a
+    /// parameter stays a slice, as in the function).
+    pub(crate) fn buffer_copy(&self, var: VarId, source: VarId) -> TokenStream {
+        let source = self.name(source);
+        let declared = &self.function.vars[var];
+        if (declared.mutable || var == self.function.result) && !declared.array {
+            quote!(<[_]>::to_vec(&#source[..]))
+        } else {
+            quote!(::core::clone::Clone::clone(&#source))
         }
     }
 
@@ -169,7 +181,7 @@ impl Passes<'_> {
                 return quote!({
                     #length
                     #save
-                    ::core::clone::Clone::clone_from(&mut #name, &#source);
+                    ::deltad::__private::copy_into(&#source[..], &mut #name);
                 });
             }
         }

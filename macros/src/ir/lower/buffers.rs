@@ -18,6 +18,11 @@ use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::{Expr, ExprKind, StmtKind, VarKind};
 
+/// True for `x.to_vec()`, a `Vec` whatever `x` is.
+pub(super) fn is_to_vec(expr: &SynExpr) -> bool {
+    matches!(strip(expr), SynExpr::MethodCall(call) if call.method == "to_vec" && call.args.is_empty())
+}
+
 impl Lowerer {
     /// Lowers `expr`, a buffer value (see the module's docs).
     pub(super) fn buffer_value(

@@ -269,6 +269,8 @@ impl Lowerer {
     ) -> Lowered<()> {
         let value = self.buffer_value(init, out)?;
         let array = match &value.kind {
+            // (`.to_vec()` of an array is a `Vec`.)
+            ExprKind::Var(_) if super::buffers::is_to_vec(init) => false,
             ExprKind::Var(source) => self.vars[*source].array,
             ExprKind::NewBuffer(_) => {
                 matches!(strip(init), SynExpr::Repeat(_) | SynExpr::Array(_))
