@@ -761,6 +761,18 @@ impl Gen {
             _ => 0,
         };
         let start = self.rng.range(0, len + 1);
+        let (var, value) = self.element_value(i, len);
+        Stmt::Refill {
+            name,
+            var,
+            start,
+            value,
+        }
+    }
+
+    /// The value a loop over `len` elements writes into buffer `i` at its
+    /// variable (returned with it), bounding the buffer's elements.
+    fn element_value(&mut self, i: usize, len: usize) -> (String, Expr) {
         self.enter_loop(len, LoopKind::Plain);
         let var = self.name("i");
         self.declare(&var, Kind::Int(len.max(1)), len as f64, false);
@@ -769,12 +781,7 @@ impl Gen {
         self.vars.retain(|v| v.name != var);
         self.loop_levels.pop();
         self.vars[i].bound = self.vars[i].bound.max(be);
-        Stmt::Refill {
-            name,
-            var,
-            start,
-            value,
-        }
+        (var, value)
     }
 
     /// The length of a slice or buffer (0 when unknown).
@@ -844,14 +851,7 @@ impl Gen {
                 with: Replacement::Copy { source, method },
             };
         }
-        self.enter_loop(len, LoopKind::Plain);
-        let var = self.name("i");
-        self.declare(&var, Kind::Int(len.max(1)), len as f64, false);
-        let (e, be) = self.real(2);
-        let (value, be) = self.squash(e, be);
-        self.vars.retain(|v| v.name != var);
-        self.loop_levels.pop();
-        self.vars[i].bound = self.vars[i].bound.max(be);
+        let (var, value) = self.element_value(i, len);
         let temp = self.name("t");
         Stmt::Replace {
             name,
