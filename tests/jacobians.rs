@@ -329,6 +329,64 @@ fn many_tangents_in_chunks_equal_one_jvp_each() {
     }
 }
 
+/// `jvps_into` writes what `jvps` returns into the caller's `Vec`: in the
+/// memory of the `Vec` results already there (called again, no new
+/// results), grown or cut to the tangents' count; for `Vec`, array, real and
+/// struct results, on both engines.
+#[test]
+fn jvps_into_writes_into_the_results_it_is_given() {
+    let x = points(6);
+    let tangents = |count: usize| -> Vec<banded::Grad> {
+        (0..count)
+            .map(|k| banded::Grad {
+                x: (0..6).map(|j| ((k * 3 + j) % 5) as f64 - 2.0).collect(),
+            })
+            .collect()
+    };
+    let mut out: Vec<Vec<f64>> = Vec::new();
+    for count in [13, 13, 4, 19] {
+        let t = tangents(count);
+        let before: Vec<*const f64> = out.iter().map(|column| column.as_ptr()).collect();
+        let value = banded::jvps_into(&x, &t, &mut out);
+        assert_eq!(value, banded(&x));
+        assert_eq!(out, banded::jvps(&x, &t).1, "{count} tangents");
+        // The results that were there kept their memory.
+        for (k, at) in before.iter().enumerate().take(count) {
+            assert_eq!(out[k].as_ptr(), *at, "result {k} of {count} moved");
+        }
+        let taped_t: Vec<taped::Grad> = t.iter().map(|t| taped::Grad { x: t.x.clone() }).collect();
+        let mut taped_out = vec![vec![1.0; 2]; 30];
+        let value = taped::jvps_into(&x, &taped_t, &mut taped_out);
+        assert_eq!(value, taped(&x));
+        assert_eq!(taped_out, taped::jvps(&x, &taped_t).1, "on the tape");
+    }
+    let y = [0.3, -1.1, 0.8, 0.5];
+    let t: Vec<dense::Grad> = (0..11)
+        .map(|k| dense::Grad {
+            x: [k as f64, 1.0, -0.5 * k as f64, 2.0],
+        })
+        .collect();
+    let mut out = vec![[9.0; 5]; 3];
+    dense::jvps_into(&y, &t, &mut out);
+    assert_eq!(out, dense::jvps(&y, &t).1);
+    let t: Vec<energy::Grad> = (0..9)
+        .map(|k| energy::Grad {
+            x: (0..6).map(|j| (j * k % 4) as f64).collect(),
+        })
+        .collect();
+    let mut out = vec![7.0; 20];
+    energy::jvps_into(&x, &t, &mut out);
+    assert_eq!(out, energy::jvps(&x, &t).1);
+    let p = Pair { a: 0.7, b: -0.3 };
+    let t = [pair::Grad {
+        p: Pair { a: 1.0, b: 0.5 },
+        s: -2.0,
+    }];
+    let mut out = Vec::new();
+    pair::jvps_into(&p, 1.9, &t, &mut out);
+    assert_eq!(out, pair::jvps(&p, 1.9, &t).1);
+}
+
 /// Long buffers (300 reals, past the length from which a chunk pass's
 /// buffers are kept for the next pass): a callee's result, a local buffer
 /// the forward pass is done with, a shadowing `let`, and the result.

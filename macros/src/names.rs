@@ -70,6 +70,7 @@ pub(crate) mod items {
     pub const JACOBIAN_REV_FN: &str = "__deltad_jacobian_rev";
     pub const JACOBIAN_FWD_FN: &str = "__deltad_jacobian_fwd";
     pub const JVPS_FN: &str = "__deltad_jvps";
+    pub const JVPS_INTO_FN: &str = "__deltad_jvps_into";
     pub const JACOBIAN_PATTERN_FN: &str = "__deltad_jacobian_pattern";
     pub const SPARSE_JACOBIAN_FN: &str = "__deltad_sparse_jacobian";
     pub const HESSIAN_PATTERN_FN: &str = "__deltad_hessian_pattern";

@@ -54,11 +54,13 @@ impl Generator<'_> {
         let grad_type = self.grad_type();
         let output_type = self.output_type();
         let results_type = self.results_type();
-        let (jvps_fn, jacobian_fwd_fn) = (
+        let (jvps_fn, jvps_into_fn, jacobian_fwd_fn) = (
             Ident::new(items::JVPS_FN, Span::call_site()),
+            Ident::new(items::JVPS_INTO_FN, Span::call_site()),
             Ident::new(items::JACOBIAN_FWD_FN, Span::call_site()),
         );
         let tangents = Ident::new("tangents", Span::mixed_site());
+        let out = Ident::new("out", Span::mixed_site());
         let fn_name = self.fn_name();
         let jvps_doc = format!(
             "Forward mode along many directions: the value of `{fn_name}` and, for each \
@@ -84,27 +86,45 @@ impl Generator<'_> {
                  dual numbers carry one tangent)."
             }
         );
-        let (jvps_body, jacobian_fwd_body) = if stub {
+        let jvps_into_doc = format!(
+            "[`jvps`](Self::jvps) written into `out`: the derivative along `tangents[k]` in \
+             `out[k]` (`out` made as long as `tangents`), in the memory of the results `out` \
+             holds where they are `Vec`s; the value of `{fn_name}` returned. Called again \
+             with the same `out`, it allocates no new results."
+        );
+        let (jvps_into_body, jacobian_fwd_body) = if stub {
             (
                 quote!(::core::unreachable!()),
                 quote!(::core::unreachable!()),
             )
         } else if self.compiled.is_some() {
             (
-                self.compiled_jvps_body(&tangents),
+                self.compiled_jvps_body(&tangents, &out),
                 self.compiled_jacobian_fwd_body(),
             )
         } else {
             (
-                self.tape_jvps_body(&tangents),
+                self.tape_jvps_body(&tangents, &out),
                 self.tape_jacobian_fwd_body(),
             )
+        };
+        let args = self.signature.params.iter().map(|p| &p.name);
+        let jvps_body = quote! {
+            let mut #out = ::std::vec::Vec::with_capacity(#tangents.len());
+            let __deltad_value = #jvps_into_fn(#(#args,)* #tangents, &mut #out);
+            (__deltad_value, #out)
         };
         quote! {
             #[doc = #jvps_doc]
             #[inline]
             pub fn #jvps_fn #generics (#(#params,)* #tangents: &[#grad_type]) -> (#output_type, ::std::vec::Vec<#results_type>) #where_clause {
                 #jvps_body
+            }
+
+            #[doc = #jvps_into_doc]
+            #[inline]
+            pub fn #jvps_into_fn #generics (#(#params,)* #tangents: &[#grad_type], #out: &mut ::std::vec::Vec<#results_type>) -> #output_type #where_clause {
+                #jvps_into_body
             }
 
             #[doc = #jacobian_fwd_doc]
@@ -257,7 +277,7 @@ impl Generator<'_> {
         quote!(::deltad::__private::ChunkSeeds::<#prim, { #lanes }>::#seeds)
     }
 
-    fn compiled_jvps_body(&self, tangents: &Ident) -> TokenStream {
+    fn compiled_jvps_body(&self, tangents: &Ident, out: &Ident) -> TokenStream {
         let prim = &self.prim;
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let result = Ident::new("__deltad_result", Span::mixed_site());
@@ -279,10 +299,12 @@ impl Generator<'_> {
                     let output = self.pass_output_type(Scalar::Machine);
                     let width = width.lanes();
                     quote! {
-                        __deltad_out.extend(::deltad::__private::buffer_lanes::<#prim, { #width }, _, #output>(
+                        ::deltad::__private::buffer_lanes_into::<#prim, { #width }, _, #output>(
                             &#result,
                             #lanes,
-                        ));
+                            #out,
+                            __deltad_start,
+                        );
                     }
                 }
                 _ => {
@@ -293,7 +315,7 @@ impl Generator<'_> {
                     );
                     quote! {
                         for __deltad_lane in 0..#lanes {
-                            __deltad_out.push(#lane);
+                            ::deltad::__private::put_at(#out, __deltad_start + __deltad_lane, #lane);
                         }
                     }
                 }
@@ -311,7 +333,6 @@ impl Generator<'_> {
             // The flat tangents of the chunk being evaluated.
             let mut __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = ::std::vec::Vec::new();
             #records
-            let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
             let __deltad_value = ::deltad::__private::chunked_passes(
                 #tangents.len(),
                 ::deltad::__private::CHUNK,
@@ -327,7 +348,8 @@ impl Generator<'_> {
                     #chunk
                 },
             );
-            (__deltad_value, __deltad_out)
+            #out.truncate(#tangents.len());
+            __deltad_value
         }
     }
 
@@ -421,13 +443,12 @@ impl Generator<'_> {
         }
     }
 
-    fn tape_jvps_body(&self, tangents: &Ident) -> TokenStream {
+    fn tape_jvps_body(&self, tangents: &Ident, out: &Ident) -> TokenStream {
         let prim = &self.prim;
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
         let seeds = self.names.local("seeds");
         let pass = self.tape_forward(&seeds, true);
         quote! {
-            let mut __deltad_out = ::std::vec::Vec::with_capacity(#tangents.len());
             let __deltad_value = ::deltad::__private::chunked_passes(
                 #tangents.len(),
                 1,
@@ -444,12 +465,13 @@ impl Generator<'_> {
                     };
                     let (__deltad_v, __deltad_tangent) = #pass;
                     if __deltad_k < #tangents.len() {
-                        __deltad_out.push(__deltad_tangent);
+                        ::deltad::__private::put_at(#out, __deltad_k, __deltad_tangent);
                     }
                     __deltad_first.then_some(__deltad_v)
                 },
             );
-            (__deltad_value, __deltad_out)
+            #out.truncate(#tangents.len());
+            __deltad_value
         }
     }
 

@@ -300,7 +300,11 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
     let jacobian_rev_fn = name_of(items::JACOBIAN_REV_FN);
     let forward_chunk_exports = (has_check(signature) && !matches!(signature.output, Output::Unit))
         .then(|| {
-            let (jvps, jacobian_fwd) = (name_of(items::JVPS_FN), name_of(items::JACOBIAN_FWD_FN));
+            let (jvps, jvps_into, jacobian_fwd) = (
+                name_of(items::JVPS_FN),
+                name_of(items::JVPS_INTO_FN),
+                name_of(items::JACOBIAN_FWD_FN),
+            );
             let (pattern, sparse) = (
                 name_of(items::JACOBIAN_PATTERN_FN),
                 name_of(items::SPARSE_JACOBIAN_FN),
@@ -312,6 +316,8 @@ fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
                 pub use self::#impl_module::#sparse as sparse_jacobian;
                 #[doc(inline)]
                 pub use self::#impl_module::#jvps as jvps;
+                #[doc(inline)]
+                pub use self::#impl_module::#jvps_into as jvps_into;
                 #[doc(inline)]
                 pub use self::#impl_module::#jacobian_fwd as jacobian_fwd;
             }

@@ -80,6 +80,11 @@ pub trait ResultBuffer<S>: Sized {
     /// The contents, leaving something empty (a `Vec`) or the same (an
     /// array) behind: for an adjoint that is not read again.
     fn take(&mut self) -> Self;
+    /// The buffer's memory as an empty `Vec` to fill again (a `Vec`'s own
+    /// allocation; nothing for an array), leaving the buffer empty.
+    fn take_memory(&mut self) -> Vec<S> {
+        Vec::new()
+    }
     /// A buffer holding `elements` (moved into a `Vec` result, copied into
     /// an array).
     fn from_vec(elements: Vec<S>) -> Self
@@ -113,6 +118,12 @@ impl<S: Copy> ResultBuffer<S> for Vec<S> {
     #[inline]
     fn take(&mut self) -> Self {
         core::mem::take(self)
+    }
+    #[inline]
+    fn take_memory(&mut self) -> Vec<S> {
+        let mut memory = core::mem::take(self);
+        memory.clear();
+        memory
     }
     #[inline]
     fn from_vec(elements: Vec<S>) -> Self {
@@ -236,9 +247,30 @@ where
     B: ResultBuffer<DualVec<P, N>>,
     V: ResultBuffer<P>,
 {
+    let mut out = Vec::with_capacity(lanes);
+    buffer_lanes_into::<P, N, B, V>(result, lanes, &mut out, 0);
+    out
+}
+
+/// [`buffer_lanes`] written to `out[start..start + lanes]`, in the memory of
+/// the buffers there (pushed where `out` is shorter).
+pub fn buffer_lanes_into<P, const N: usize, B, V>(
+    result: &B,
+    lanes: usize,
+    out: &mut Vec<V>,
+    start: usize,
+) where
+    P: Primitive,
+    B: ResultBuffer<DualVec<P, N>>,
+    V: ResultBuffer<P>,
+{
     let elements = result.elements();
-    let mut columns: Vec<Vec<P>> = (0..lanes)
-        .map(|_| Vec::with_capacity(elements.len()))
+    let mut columns: Vec<Vec<P>> = (start..start + lanes)
+        .map(|at| {
+            let mut column = out.get_mut(at).map_or_else(Vec::new, V::take_memory);
+            column.reserve(elements.len());
+            column
+        })
         .collect();
     // By blocks that stay in the cache while every column takes its part.
     for block in elements.chunks(256) {
@@ -246,7 +278,22 @@ where
             column.extend(block.iter().map(|element| element.tangents[k]));
         }
     }
-    columns.into_iter().map(V::from_vec).collect()
+    for (k, column) in columns.into_iter().enumerate() {
+        put_at(out, start + k, V::from_vec(column));
+    }
+}
+
+/// `out[at] = value`, or `value` pushed where `out` has `at` elements (a
+/// derivative of a `*_into` function written into the caller's `Vec`).
+#[inline]
+pub fn put_at<T>(out: &mut Vec<T>, at: usize, value: T) {
+    match out.get_mut(at) {
+        Some(slot) => *slot = value,
+        None => {
+            debug_assert_eq!(at, out.len(), "deltad: results are written in order");
+            out.push(value);
+        }
+    }
 }
 
 /// The values of a recorded buffer result (of dual values on `tape`).
