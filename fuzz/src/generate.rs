@@ -610,6 +610,13 @@ impl Gen {
             .collect()
     }
 
+    /// A buffer that can be written here, and its name.
+    fn pick_writable_buf(&mut self) -> (usize, String) {
+        let candidates = self.writable_bufs();
+        let i = *self.rng.pick(&candidates);
+        (i, self.vars[i].name.clone())
+    }
+
     fn writable_bufs(&self) -> Vec<usize> {
         self.visible()
             .into_iter()
@@ -706,9 +713,7 @@ impl Gen {
     }
 
     fn buf_assign(&mut self) -> Stmt {
-        let candidates = self.writable_bufs();
-        let i = *self.rng.pick(&candidates);
-        let name = self.vars[i].name.clone();
+        let (i, name) = self.pick_writable_buf();
         let old = self.vars[i].bound;
         let index = self.iexpr();
         let op = self
@@ -753,13 +758,8 @@ impl Gen {
     /// A loop overwriting a buffer from `start` on, element by element at
     /// its variable (`start` past the end: no iteration).
     fn refill(&mut self) -> Stmt {
-        let candidates = self.writable_bufs();
-        let i = *self.rng.pick(&candidates);
-        let name = self.vars[i].name.clone();
-        let len = match self.vars[i].kind {
-            Kind::Buf(n) => n,
-            _ => 0,
-        };
+        let (i, name) = self.pick_writable_buf();
+        let len = self.seq_len(i);
         let start = self.rng.range(0, len + 1);
         let (var, value) = self.element_value(i, len);
         Stmt::Refill {
@@ -834,9 +834,7 @@ impl Gen {
     /// A whole buffer replaced: by a copy of another (whose length it
     /// takes), or by a new buffer filled by a loop and moved into it.
     fn replace(&mut self) -> Stmt {
-        let candidates = self.writable_bufs();
-        let i = *self.rng.pick(&candidates);
-        let name = self.vars[i].name.clone();
+        let (i, name) = self.pick_writable_buf();
         let len = self.seq_len(i);
         let others: Vec<usize> = self.copyable().into_iter().filter(|&j| j != i).collect();
         if !others.is_empty() && self.rng.chance(0.5) {
