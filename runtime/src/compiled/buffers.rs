@@ -238,22 +238,10 @@ where
 }
 
 /// The first `lanes` tangents of every element of a buffer result on
-/// [`DualVec`], as one buffer per tangent: one sweep over the result by
-/// blocks (not one sweep per tangent, which reads a long result `lanes`
-/// times from memory).
-pub fn buffer_lanes<P, const N: usize, B, V>(result: &B, lanes: usize) -> Vec<V>
-where
-    P: Primitive,
-    B: ResultBuffer<DualVec<P, N>>,
-    V: ResultBuffer<P>,
-{
-    let mut out = Vec::with_capacity(lanes);
-    buffer_lanes_into::<P, N, B, V>(result, lanes, &mut out, 0);
-    out
-}
-
-/// [`buffer_lanes`] written to `out[start..start + lanes]`, in the memory of
-/// the buffers there (pushed where `out` is shorter).
+/// [`DualVec`], as one buffer per tangent, written to
+/// `out[start..start + lanes]` in the memory of the buffers there (pushed
+/// where `out` is shorter): one sweep over the result by blocks (not one
+/// sweep per tangent, which reads a long result `lanes` times from memory).
 pub fn buffer_lanes_into<P, const N: usize, B, V>(
     result: &B,
     lanes: usize,

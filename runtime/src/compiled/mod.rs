@@ -33,9 +33,9 @@ mod stack;
 mod structs;
 
 pub use buffers::{
-    buffer_lanes, buffer_lanes_into, buffer_part, copy_into, lane_seed, lift_buffer, put_at,
-    recorded_values, repeated, result_ids, seed_buffer_and_sweep, seed_of, split_dual, unit_seed,
-    zeros, LiftBuffer, ResultBuffer,
+    buffer_lanes_into, buffer_part, copy_into, lane_seed, lift_buffer, put_at, recorded_values,
+    repeated, result_ids, seed_buffer_and_sweep, seed_of, split_dual, unit_seed, zeros, LiftBuffer,
+    ResultBuffer,
 };
 
 pub use cotangent::{Cotangent, Lanes};
