@@ -2,6 +2,11 @@
 //! plain data, against the tape (the same function under
 //! `#[differentiate(tape)]`), closed forms and finite differences.
 
+// The bodies index buffers on purpose: that is the form under test.
+#![allow(clippy::needless_range_loop)]
+
+mod common;
+
 use deltad::{differentiate, Differentiable};
 
 #[derive(Differentiable, Clone, Copy, Debug, PartialEq)]
@@ -928,4 +933,149 @@ fn nested_and_no_grad_fields_of_a_literal_passed_whole() {
         assert!(close(g.x, dx) && close(g.y, dy), "{g:?} {dx} {dy}");
     }
     assert!(nested_literal_passed_whole::tape_stats(0.3, -0.7).compiled);
+}
+
+/// A layer of a small network: weights in a `Vec`, constants and indices
+/// in fields of their own.
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Layer {
+    pub w: Vec<f64>,
+    pub b: f64,
+    #[no_grad]
+    pub scale: Vec<f64>,
+    pub idx: Vec<usize>,
+}
+
+#[derive(Differentiable, Clone, Debug, PartialEq)]
+pub struct Net {
+    pub first: Layer,
+    pub out: [f64; 3],
+}
+
+// The same body on both engines.
+macro_rules! net_fn {
+    ($name:ident ($engine:ident)) => {
+        #[differentiate($engine)]
+        fn $name(n: &Net, x: &[f64]) -> f64 {
+            let mut s = n.first.b;
+            for i in 0..n.first.w.len() {
+                let j = n.first.idx[i];
+                s += n.first.w[i] * x[j] * n.first.scale[i];
+            }
+            let mut t = 0.0;
+            for k in 0..3 {
+                t += n.out[k] * (s * (k + 1) as f64).sin() * n.first.w[k] * n.first.w[k];
+            }
+            // The field's elements walked as a buffer's.
+            for (wi, xi) in n.first.w.iter().zip(x) {
+                t += wi * xi * 0.1;
+            }
+            for (k, &wk) in n.first.w.iter().enumerate().rev() {
+                t += wk * wk * k as f64 * 0.05;
+            }
+            t
+        }
+    };
+}
+
+net_fn!(net(compiled));
+net_fn!(net_tape(tape));
+
+#[differentiate(compiled)]
+impl Layer {
+    fn response(&self, x: &[f64]) -> f64 {
+        let mut s = self.b;
+        for i in 0..self.w.len() {
+            s += self.w[i] * x[i];
+        }
+        s.tanh() * self.w[0]
+    }
+}
+
+/// The network's parameters flattened (the differentiated ones: `w`, `b`,
+/// `out`) and back.
+fn net_params(n: &Net) -> Vec<f64> {
+    let mut p = n.first.w.clone();
+    p.push(n.first.b);
+    p.extend(n.out);
+    p
+}
+
+fn net_from(n: &Net, p: &[f64]) -> Net {
+    let len = n.first.w.len();
+    let mut m = n.clone();
+    m.first.w = p[..len].to_vec();
+    m.first.b = p[len];
+    m.out = [p[len + 1], p[len + 2], p[len + 3]];
+    m
+}
+
+#[test]
+fn buffer_fields_of_parameters_read_by_element() {
+    let n = Net {
+        first: Layer {
+            w: vec![0.3, -0.2, 0.5, 0.25],
+            b: 0.1,
+            scale: vec![1.0, 2.0, 0.5, -1.5],
+            idx: vec![2, 0, 1, 1],
+        },
+        out: [0.4, 0.7, -0.3],
+    };
+    let x = [1.0, 2.0, 3.0];
+    let (value, g) = net::value_and_grad(&n, &x);
+    assert_eq!(value, net(&n, &x));
+    assert!(net::tape_stats(&n, &x).compiled);
+    // Against the tape, entry by entry (the constants' and indices' fields
+    // keep their values).
+    let t = net_tape::grad(&n, &x);
+    assert_eq!(g.n.first.scale, n.first.scale);
+    assert_eq!(g.n.first.idx, n.first.idx);
+    common::assert_close_tol(&net_params(&g.n), &net_params(&t.n), 1e-12, "net vs tape");
+    common::assert_close_tol(&g.x, &t.x, 1e-12, "x vs tape");
+    // Against central differences of the function itself.
+    let p = net_params(&n);
+    let fd = common::finite_difference(|q| net(&net_from(&n, q), &x), &p);
+    common::assert_close(&net_params(&g.n), &fd, "net vs central differences");
+    let fd_x = common::finite_difference(|y| net(&n, y), &x);
+    common::assert_close(&g.x, &fd_x, "x vs central differences");
+    // Forward mode by the dot product: jvp along v equals <grad, v>.
+    let v = net::Grad {
+        n: Net {
+            first: Layer {
+                w: vec![0.1, -0.4, 0.2, 0.3],
+                b: 0.5,
+                scale: n.first.scale.clone(),
+                idx: n.first.idx.clone(),
+            },
+            out: [0.1, 0.0, 0.2],
+        },
+        x: vec![0.3, -0.1, 0.2],
+    };
+    let along: f64 = net_params(&g.n)
+        .iter()
+        .zip(net_params(&v.n))
+        .map(|(a, b)| a * b)
+        .chain(g.x.iter().zip(&v.x).map(|(a, b)| a * b))
+        .sum();
+    common::near(net::jvp(&n, &x, &v).1, along, 1e-12, "jvp vs <grad, v>");
+    // Second order: the compiled forward-over-reverse against the tape's.
+    let tape_v = net_tape::Grad {
+        n: v.n.clone(),
+        x: v.x.clone(),
+    };
+    let (h, h_tape) = (net::hvp(&n, &x, &v), net_tape::hvp(&n, &x, &tape_v));
+    common::assert_close_tol(&net_params(&h.n), &net_params(&h_tape.n), 1e-12, "hvp");
+    common::assert_close_tol(&h.x, &h_tape.x, 1e-12, "hvp x");
+    // A method reading its receiver's buffer field.
+    let layer = &n.first;
+    let x4 = [1.0, 2.0, 3.0, 0.5];
+    let s: f64 = layer.b + (0..4).map(|i| layer.w[i] * x4[i]).sum::<f64>();
+    let r4 = layer_response::grad(layer, &x4);
+    let dt = 1.0 - s.tanh() * s.tanh();
+    let expected: Vec<f64> = (0..4)
+        .map(|i| dt * x4[i] * layer.w[0] + if i == 0 { s.tanh() } else { 0.0 })
+        .collect();
+    common::assert_close_tol(&r4.self_.w, &expected, 1e-12, "method's buffer field");
+    common::near(r4.self_.b, dt * layer.w[0], 1e-12, "method's real field");
+    assert!(layer_response::tape_stats(layer, &x4).compiled);
 }

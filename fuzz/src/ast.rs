@@ -51,6 +51,9 @@ pub enum ParamTy {
     Struct,
     /// `ps: &[Pt]` of the given length.
     Structs(usize),
+    /// `ws: &Ws`, the derived struct with a buffer field `w` (of the given
+    /// length) and a real `c`.
+    Weights(usize),
     /// `a: [f64; N]` of a helper, given an array written in place.
     Array(usize),
 }
@@ -314,6 +317,8 @@ pub enum Expr {
     Field(String, &'static str),
     /// `ps[i % ps.len()].a` of a `&[Pt]` parameter.
     ElemField(String, IExpr, &'static str),
+    /// `ws.w[i % ws.w.len()]` of a `&Ws` parameter.
+    FieldElem(String, IExpr),
     /// `helper(..).a` of a helper returning a `Pt` (the inner `Call`).
     CallField(Box<Expr>, &'static str),
     Neg(Box<Expr>),

@@ -18,6 +18,12 @@ pub fn program(p: &Program) -> String {
         w.line("    pub a: f64,");
         w.line("    pub b: f64,");
         w.line("}");
+        w.line("");
+        w.line("#[derive(Differentiable, Clone, Debug)]");
+        w.line("pub struct Ws {");
+        w.line("    pub w: Vec<f64>,");
+        w.line("    pub c: f64,");
+        w.line("}");
     }
     for f in &p.funcs {
         w.line("");
@@ -63,6 +69,12 @@ pub fn functions(p: &Program) -> String {
         w.line("    pub b: f64,");
         w.line("}");
         w.line("");
+        w.line("#[derive(Differentiable, Clone, Debug)]");
+        w.line("pub struct Ws {");
+        w.line("    pub w: Vec<f64>,");
+        w.line("    pub c: f64,");
+        w.line("}");
+        w.line("");
     }
     for f in &p.funcs {
         func(&mut w, f, "#[differentiate]");
@@ -97,6 +109,7 @@ fn param_decl(p: &Param) -> String {
         ParamTy::Int(_) => format!("{}: usize", p.name),
         ParamTy::Struct => format!("{}: &Pt", p.name),
         ParamTy::Structs(_) => format!("{}: &[Pt]", p.name),
+        ParamTy::Weights(_) => format!("{}: &Ws", p.name),
         ParamTy::Array(n) => format!("{}: [f64; {n}]", p.name),
     }
 }
@@ -425,6 +438,7 @@ pub fn expr(e: &Expr) -> String {
         Expr::Index(s, i) => format!("{s}[{} % {s}.len()]", iexpr(i)),
         Expr::Field(s, f) => format!("{s}.{f}"),
         Expr::ElemField(s, i, f) => format!("{s}[{} % {s}.len()].{f}", iexpr(i)),
+        Expr::FieldElem(s, i) => format!("{s}.w[{} % {s}.w.len()]", iexpr(i)),
         Expr::CallField(call, f) => format!("{}.{f}", expr(call)),
         Expr::Neg(a) => format!("(-{})", expr(a)),
         Expr::Bin(op, a, b) => {
@@ -585,6 +599,16 @@ fn run(w: &mut Writer, f: &Func, derivatives_inside: bool) {
                     "for e in &g.{n} {{ flat.push(e.a); flat.push(e.b); }}"
                 ));
                 at += 2 * len;
+            }
+            ParamTy::Weights(len) => {
+                let (end, c) = (at + len, at + len);
+                args.push(format!("&Ws {{ w: p[{at}..{end}].to_vec(), c: p[{c}] }}"));
+                tangent.push(format!(
+                    "{n}: Ws {{ w: s[{at}..{end}].to_vec(), c: s[{c}] }}"
+                ));
+                flatten.push(format!("flat.extend_from_slice(&g.{n}.w);"));
+                flatten.push(format!("flat.push(g.{n}.c);"));
+                at += len + 1;
             }
             ParamTy::Array(len) => {
                 let elems = |v: &str| {

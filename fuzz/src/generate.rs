@@ -57,6 +57,8 @@ enum Kind {
     Struct,
     /// `&[Pt]` parameter (its length).
     Structs(usize),
+    /// `&Ws` parameter (its weights' length).
+    Weights(usize),
     Closure,
 }
 
@@ -238,6 +240,13 @@ impl Gen {
                 ty: ParamTy::Structs(len),
             });
         }
+        if !helper && self.uses_struct && self.rng.chance(0.4) {
+            let len = self.rng.range(1, 5);
+            params.push(Param {
+                name: "ws".into(),
+                ty: ParamTy::Weights(len),
+            });
+        }
         if !helper {
             if self.rng.chance(0.3) {
                 params.push(Param {
@@ -287,6 +296,7 @@ impl Gen {
                 ParamTy::Int(n) => (Kind::Int(n), n as f64),
                 ParamTy::Struct => (Kind::Struct, 1.5),
                 ParamTy::Structs(n) => (Kind::Structs(n), 1.5),
+                ParamTy::Weights(n) => (Kind::Weights(n), 1.5),
             };
             self.declare(&p.name, kind, bound, false);
             let v = self.vars.last_mut().expect("just declared");
@@ -1203,6 +1213,11 @@ impl Gen {
         } else {
             self.visible_where(|v| matches!(v.kind, Kind::Int(_)))
         };
+        let weights = if straight {
+            Vec::new()
+        } else {
+            self.visible_where(|v| matches!(v.kind, Kind::Weights(_)))
+        };
         let reals: Vec<usize> = if self.checkpoint {
             reals.into_iter().filter(|&i| !self.vars[i].plain).collect()
         } else {
@@ -1221,6 +1236,7 @@ impl Gen {
             (2, if seqs.is_empty() { 0 } else { 4 }),
             (3, if structs.is_empty() { 0 } else { 2 }),
             (4, if ints.is_empty() { 0 } else { 1 }),
+            (5, if weights.is_empty() { 0 } else { 2 }),
         ]);
         match pick {
             1 => {
@@ -1252,6 +1268,18 @@ impl Gen {
                     Expr::IntAsReal(IExpr::Var(self.vars[i].name.clone())),
                     bound,
                 )
+            }
+            5 => {
+                // A `&Ws` parameter: an element of its buffer field, or its
+                // real field.
+                let i = *self.rng.pick(&weights);
+                let (name, bound) = (self.vars[i].name.clone(), self.vars[i].bound);
+                let e = if self.rng.chance(0.75) {
+                    Expr::FieldElem(name, self.iexpr())
+                } else {
+                    Expr::Field(name, "c")
+                };
+                (e, bound)
             }
             _ => {
                 let c = self.rng.constant(-2.0, 2.0);

@@ -7,12 +7,16 @@ use crate::ast::*;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
-    Real { mutable: bool },
+    Real {
+        mutable: bool,
+    },
     Int,
     Slice,
     Buf,
     Struct,
     Structs,
+    /// A `&Ws` parameter.
+    Weights,
     Closure,
 }
 
@@ -57,7 +61,8 @@ pub fn valid(p: &Program) -> bool {
                 ParamTy::Int(_) => Kind::Int,
                 ParamTy::Struct if p.uses_struct => Kind::Struct,
                 ParamTy::Structs(n) if p.uses_struct && n > 0 => Kind::Structs,
-                ParamTy::Struct | ParamTy::Structs(_) => return false,
+                ParamTy::Weights(n) if p.uses_struct && n > 0 => Kind::Weights,
+                ParamTy::Struct | ParamTy::Structs(_) | ParamTy::Weights(_) => return false,
             };
             env.vars.push((q.name.clone(), kind));
         }
@@ -386,7 +391,11 @@ impl Env<'_> {
             Expr::Var(v) => self.real(v),
             Expr::IntAsReal(i) => self.iexpr(i),
             Expr::Index(s, i) => self.seq(s) && self.iexpr(i),
-            Expr::Field(s, _) => self.is(s, |k| k == Kind::Struct),
+            Expr::Field(s, f) => match *f {
+                "c" => self.is(s, |k| k == Kind::Weights),
+                _ => self.is(s, |k| k == Kind::Struct),
+            },
+            Expr::FieldElem(s, i) => self.is(s, |k| k == Kind::Weights) && self.iexpr(i),
             Expr::ElemField(s, i, _) => self.is(s, |k| k == Kind::Structs) && self.iexpr(i),
             Expr::CallField(call, _) => self.struct_call(call),
             Expr::Neg(a) | Expr::Unary(_, a, _) | Expr::Powi(a, _) | Expr::SinCos(a, _) => {
@@ -433,7 +442,11 @@ fn has_seq_access(e: &Expr) -> bool {
     crate::shrink::visit_expr(e, &mut |x| {
         if matches!(
             x,
-            Expr::Index(..) | Expr::Chain(..) | Expr::Call(..) | Expr::ElemField(..)
+            Expr::Index(..)
+                | Expr::Chain(..)
+                | Expr::Call(..)
+                | Expr::ElemField(..)
+                | Expr::FieldElem(..)
         ) {
             found = true;
         }

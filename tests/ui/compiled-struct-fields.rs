@@ -61,3 +61,19 @@ fn joined_with_itself(s: &Spring) -> f64 {
 fn neighbours(s: &[Spring]) -> f64 {
     joined(&s[0], &s[1])
 }
+
+#[derive(Differentiable, Clone)]
+struct Mesh {
+    springs: Vec<Spring>,
+}
+
+// The elements of a buffer field are read by element; elements that are
+// values of a user type are not on the compiled path.
+#[differentiate(compiled)]
+fn mesh_energy(m: &Mesh, x: f64) -> f64 {
+    let mut e = 0.0;
+    for s in m.springs.iter() {
+        e += s.k * x;
+    }
+    e
+}

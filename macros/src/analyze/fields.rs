@@ -340,7 +340,7 @@ fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
     // A field of a literal written in place has a name of the macro's: the
     // field it copies is the one to name.
     let var = copied_from(function, var);
-    let path = |base: VarId, index: bool, members: &[syn::Member]| {
+    let path = |base: VarId, index: bool, members: &[syn::Member], elem: bool| {
         let members: Vec<String> = members
             .iter()
             .map(|m| match m {
@@ -349,14 +349,17 @@ fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
             })
             .collect();
         let element = if index { "[..]" } else { "" };
+        let elem = if elem { "[..]" } else { "" };
         format!(
-            "{}{element}.{}",
+            "{}{element}.{}{elem}",
             value_name(function, base),
             members.join(".")
         )
     };
-    // A field of a call's result or of an element: the local holding it.
+    // A field of a call's result or of an element: the local holding it;
+    // an element of a buffer field: the field.
     let mut read = None;
+    let mut element_of = None;
     function.body.each_stmt(&mut |stmt| {
         if let StmtKind::Let {
             var: v,
@@ -367,23 +370,35 @@ fn unknown_use(expr: &Expr, var: VarId, function: &Function) -> Unsupported {
                             base,
                             index,
                             members,
+                            elem,
                         },
                     ..
                 }),
         } = &stmt.kind
         {
             if *v == var {
-                read = Some(path(*base, index.is_some(), members));
+                read = Some(path(*base, index.is_some(), members, elem.is_some()));
+                if elem.is_some() {
+                    element_of = Some(path(*base, index.is_some(), members, false));
+                }
             }
         }
     });
     let described = match function.vars[var].origin {
         Origin::Field(id) => {
             let field = &function.fields[id];
-            path(field.base, false, &field.members)
+            path(field.base, false, &field.members, false)
         }
         _ => read.unwrap_or_else(|| function.vars[var].name.to_string()),
     };
+    if let Some(field) = element_of {
+        return Unsupported::new(
+            expr.span,
+            format!(
+                "deltad cannot tell whether the elements of the field `{field}` are reals here: write the type where one is first read (`let value: f64 = {field}[i];`, or `usize`..); elements of user types in a field are not on the compiled path yet"
+            ),
+        );
+    }
     Unsupported::new(
         expr.span,
         format!(

@@ -168,12 +168,19 @@ fn field_classes(function: &Function, signature: &Signature) -> Vec<Option<Strin
                 base,
                 index,
                 members,
+                elem,
             } => {
-                let ty = match index {
-                    Some(_) => param_type(*base, true),
-                    None => callee[*base].clone(),
+                let ty = match (index, elem) {
+                    (Some(_), _) => param_type(*base, true),
+                    (None, Some(_)) => param_type(*base, false),
+                    (None, None) => callee[*base].clone(),
                 };
-                classes[*var] = ty.and_then(|ty| key(ty, members));
+                // The elements of a buffer field: a class of their own.
+                let class = ty.and_then(|ty| key(ty, members));
+                classes[*var] = match elem {
+                    Some(_) => class.map(|class| format!("{class} [..]")),
+                    None => class,
+                };
             }
             _ => {}
         }

@@ -354,12 +354,16 @@ pub(crate) enum ExprKind {
     /// A new local buffer (only as the value of a `let`).
     NewBuffer(NewBuffer),
     /// A field of a local of a user type that a call returned (see
-    /// `Function::call_fields`), or of an element of a buffer of values of
-    /// a user type (`index`): only as the value of a `let`.
+    /// `Function::call_fields`), of an element of a buffer of values of a
+    /// user type (`index`), or an element of a buffer field of a parameter
+    /// (`elem`): only as the value of a `let`.
     Field {
         base: VarId,
         index: Option<Box<Expr>>,
         members: Vec<syn::Member>,
+        /// An element of the buffer the members name (`p.w[i]` of a
+        /// parameter `p`), read after them.
+        elem: Option<Box<Expr>>,
     },
     /// An expression the lowering does not interpret: plain Rust computing
     /// a value without derivatives. `reads` are the variables it names.
@@ -509,7 +513,10 @@ impl Expr {
         let mut out = Vec::new();
         match &self.kind {
             ExprKind::Lit(_) | ExprKind::Var(_) | ExprKind::Len(_) | ExprKind::Opaque { .. } => {}
-            ExprKind::Field { index, .. } => out.extend(index.as_deref()),
+            ExprKind::Field { index, elem, .. } => {
+                out.extend(index.as_deref());
+                out.extend(elem.as_deref());
+            }
             ExprKind::Neg(a) | ExprKind::Not(a) | ExprKind::Cast(a, _) => out.push(&**a),
             ExprKind::Arith(_, a, b) | ExprKind::Compare(_, a, b) | ExprKind::Logic(_, a, b) => {
                 out.push(&**a);

@@ -170,10 +170,26 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                 base,
                 index,
                 members,
+                elem,
             } => {
                 let a = &passes.cotangent;
-                let target = passes.adjoint(*base);
                 let accumulate = quote!(::deltad::__private::RealLeaf::<#a>::accumulate);
+                // An element of a buffer field of a parameter: into the
+                // parameter's sink, as its fields read whole go at the end.
+                if let Some(elem) = elem {
+                    let crate::ir::Origin::Param(param) = passes.function.vars[*base].origin else {
+                        unreachable!("only a parameter's buffer fields are read by element")
+                    };
+                    let (sink, elem) = (super::sink(param), self.value_of(elem));
+                    let twin = crate::emit::compiled::names::ident("__deltad_twin");
+                    self.statements.push(quote! {
+                        ::deltad::__private::TwinSink::with(&mut #sink, |#twin| {
+                            #accumulate(&mut #twin #(.#members)* [#elem], #adjoint);
+                        });
+                    });
+                    return;
+                }
+                let target = passes.adjoint(*base);
                 match index {
                     Some(index) => {
                         let index = self.value_of(index);

@@ -23,6 +23,39 @@ use crate::ir::{
     RangeIter, Stmt, StmtId, StmtKind, VarId,
 };
 
+/// A read of a field of a value of a user type (`ExprKind::Field`).
+#[derive(Clone, Copy)]
+pub(crate) struct FieldRead<'a> {
+    /// The value (a variable of a user type, or a buffer of them).
+    pub(crate) base: VarId,
+    /// The element of `base` read, for a buffer of values.
+    pub(crate) index: Option<&'a crate::ir::Expr>,
+    pub(crate) members: &'a [syn::Member],
+    /// The element of the buffer field the members name.
+    pub(crate) elem: Option<&'a crate::ir::Expr>,
+}
+
+impl<'a> FieldRead<'a> {
+    /// The read an `ExprKind::Field` makes (`None` for other expressions).
+    pub(crate) fn of(expr: &'a crate::ir::Expr) -> Option<FieldRead<'a>> {
+        let crate::ir::ExprKind::Field {
+            base,
+            index,
+            members,
+            elem,
+        } = &expr.kind
+        else {
+            return None;
+        };
+        Some(FieldRead {
+            base: *base,
+            index: index.as_deref(),
+            members,
+            elem: elem.as_deref(),
+        })
+    }
+}
+
 /// A construct the statement being emitted is inside.
 #[derive(Clone, Copy)]
 pub(crate) enum Frame {
@@ -809,11 +842,10 @@ impl Passes<'_> {
                 }
             }
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
-            ExprKind::Field {
-                base,
-                index,
-                members,
-            } => self.field_value(var, *base, index.as_deref(), members, Side::Forward),
+            ExprKind::Field { .. } => {
+                let read = FieldRead::of(init).expect("a field read");
+                self.field_value(var, read, Side::Forward)
+            }
             // A value whose adjoint runs: its expensive partials kept.
             _ if self.let_keeps(var, init) => {
                 let (before, value) = self.value_keeping(init, true);
@@ -832,28 +864,30 @@ impl Passes<'_> {
     /// The value of the local `var` holding a field of a call's result: a
     /// scalar of the pass where it is differentiated, else the field's
     /// value as it is.
-    pub(crate) fn field_value(
-        &self,
-        var: VarId,
-        base: VarId,
-        index: Option<&crate::ir::Expr>,
-        members: &[syn::Member],
-        side: Side,
-    ) -> TokenStream {
+    pub(crate) fn field_value(&self, var: VarId, read: FieldRead<'_>, side: Side) -> TokenStream {
         let s = &self.scalar;
-        let name = self.name(base);
-        let value = match index {
-            Some(index) => {
-                let index = self.value(index, side);
-                quote!(#name[#index])
-            }
-            None => quote!(#name),
-        };
+        let place = self.field_read_place(read, side);
         if self.active(var) {
-            quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#value #(.#members)*))
+            quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#place))
         } else {
-            self.plain_field(quote!(#value #(.#members)*))
+            self.plain_field(place)
         }
+    }
+
+    /// Where a field read reads: `base[index].a.b[elem]` (its indices as
+    /// `side` has them).
+    pub(crate) fn field_read_place(&self, read: FieldRead<'_>, side: Side) -> TokenStream {
+        let name = self.name(read.base);
+        let index = read.index.map(|index| {
+            let index = self.value(index, side);
+            quote!([#index])
+        });
+        let elem = read.elem.map(|elem| {
+            let elem = self.value(elem, side);
+            quote!([#elem])
+        });
+        let members = read.members;
+        quote!(#name #index #(.#members)* #elem)
     }
 
     /// The value of a field of a value of a user type, at `place`, where

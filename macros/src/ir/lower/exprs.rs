@@ -296,7 +296,20 @@ impl Lowerer {
                 span,
                 "an element of a buffer of a user type is on the compiled path when the body reads its fields or passes it to a differentiated function",
             )),
-            _ => self.opaque(&SynExpr::Index(index.clone())),
+            _ => match self.param_field_chain(&index.expr) {
+                Some((base, members)) => {
+                    if crate::syntax::is_range(&index.index) {
+                        return Err(Unsupported::new(
+                            span,
+                            "a range of a field is not on the compiled path yet: index its elements",
+                        ));
+                    }
+                    let elem = self.expr(&index.index, out)?;
+                    let var = self.field_elem(base, members, elem, span, out);
+                    Ok(Expr::new(ExprKind::Var(var), span))
+                }
+                None => self.opaque(&SynExpr::Index(index.clone())),
+            },
         }
     }
 

@@ -15,10 +15,18 @@ enum Walk {
     /// The elements of `buffers` (zipped), optionally with their index
     /// (`enumerate`).
     Elements {
-        buffers: Vec<VarId>,
+        buffers: Vec<Walked>,
         enumerate: bool,
         reversed: bool,
     },
+}
+
+/// A buffer whose elements a loop walks: a buffer variable, or a buffer
+/// field of a parameter of a user type (`p.w`: the parameter and members).
+#[derive(Clone)]
+enum Walked {
+    Buffer(VarId),
+    Field(VarId, Vec<syn::Member>),
 }
 
 impl Lowerer {
@@ -88,7 +96,7 @@ impl Lowerer {
         &mut self,
         id: crate::ir::LoopId,
         for_loop: &syn::ExprForLoop,
-        buffers: &[VarId],
+        buffers: &[Walked],
         enumerate: bool,
         reversed: bool,
     ) -> Lowered<StmtKind> {
@@ -151,12 +159,38 @@ impl Lowerer {
                 lets.push((name, var, index_expr()));
             }
         }
-        for (pat, &buffer) in element_pats.iter().zip(buffers) {
+        for (pat, walked) in element_pats.iter().zip(buffers) {
             let Some(named) = self.pattern_name(pat, true) else {
                 return Err(unsupported(pat));
             };
             let Some((name, by_value)) = named else {
                 continue;
+            };
+            let buffer = match walked {
+                Walked::Buffer(buffer) => *buffer,
+                // An element of a buffer field: read like `p.w[i]`.
+                Walked::Field(base, members) => {
+                    let var = self.new_var(Var {
+                        name: name.clone(),
+                        mutable: false,
+                        origin: Origin::Local,
+                        kind: VarKind::Scalar,
+                        array: false,
+                        annotation: None,
+                        span: name.span(),
+                    });
+                    if !by_value {
+                        self.by_ref.insert(var);
+                    }
+                    let read = ExprKind::Field {
+                        base: *base,
+                        index: None,
+                        members: members.clone(),
+                        elem: Some(Box::new(index_expr())),
+                    };
+                    lets.push((name.clone(), var, Expr::new(read, name.span())));
+                    continue;
+                }
             };
             // An element of a buffer of a user type: a name for it, read by
             // its fields.
@@ -197,12 +231,26 @@ impl Lowerer {
         stmts.append(&mut body.stmts);
         body.stmts = stmts;
         // The number of elements: the shortest buffer's length.
-        let mut end = Expr::new(ExprKind::Len(buffers[0]), span);
-        for &other in &buffers[1..] {
+        let len = |this: &Self, walked: &Walked| match walked {
+            Walked::Buffer(buffer) => Expr::new(ExprKind::Len(*buffer), span),
+            // Plain, whatever the field holds (its twin has its length).
+            Walked::Field(base, members) => {
+                let base = &this.vars[*base].name;
+                Expr::new(
+                    ExprKind::Opaque {
+                        expr: Box::new(syn::parse_quote!(#base #(.#members)*.len())),
+                        reads: Vec::new(),
+                    },
+                    span,
+                )
+            }
+        };
+        let mut end = len(self, &buffers[0]);
+        for other in &buffers[1..] {
             end = Expr::new(
                 ExprKind::Math {
                     math: Math::named("min").expect("min is math"),
-                    args: vec![end, Expr::new(ExprKind::Len(other), span)],
+                    args: vec![end, len(self, other)],
                     path_style: None,
                 },
                 span,
@@ -332,7 +380,7 @@ impl Lowerer {
                         buffers: other,
                         enumerate: false,
                         reversed: false,
-                    }) if other.len() == 1 => other[0],
+                    }) if other.len() == 1 => other[0].clone(),
                     _ => return Err(unsupported()),
                 };
                 buffers.push(other);
@@ -354,12 +402,20 @@ impl Lowerer {
             }
             other => other,
         };
+        // A buffer field of a parameter of a user type (`p.w.iter()`).
+        if let Some((base, members)) = self.param_field_chain(expr) {
+            return Some(Walk::Elements {
+                buffers: vec![Walked::Field(base, members)],
+                enumerate: false,
+                reversed: false,
+            });
+        }
         let SynExpr::Path(path) = expr else {
             return None;
         };
         let var = self.resolve_path(&path.path)?;
         matches!(self.kind(var), VarKind::Buffer | VarKind::Structs).then(|| Walk::Elements {
-            buffers: vec![var],
+            buffers: vec![Walked::Buffer(var)],
             enumerate: false,
             reversed: false,
         })

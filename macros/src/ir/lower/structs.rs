@@ -131,6 +131,46 @@ impl Lowerer {
             base: buffer,
             index: Some(Box::new(index)),
             members,
+            elem: None,
+        };
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var: temp,
+                init: Some(Expr::new(read, span)),
+            },
+        ));
+        temp
+    }
+
+    /// `p.a.b` of a parameter `p` of a user type (held whole by the passes,
+    /// so a field of it that is a buffer can be read by element): `p` and
+    /// the members.
+    pub(super) fn param_field_chain(&self, expr: &SynExpr) -> Option<(VarId, Vec<syn::Member>)> {
+        let (base, members) = self.field_chain(expr)?;
+        let held = matches!(self.vars[base].origin, Origin::Param(_))
+            && self.element_of(base).is_none()
+            && !self.literals.contains_key(&base);
+        held.then_some((base, members))
+    }
+
+    /// An element of the buffer field `members` of the parameter `base`
+    /// (`p.w[i]`), read into a local of its own: the local.
+    pub(super) fn field_elem(
+        &mut self,
+        base: VarId,
+        members: Vec<syn::Member>,
+        elem: Expr,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> VarId {
+        let temp = self.temp(span);
+        self.vars[temp].mutable = false;
+        let read = ExprKind::Field {
+            base,
+            index: None,
+            members,
+            elem: Some(Box::new(elem)),
         };
         out.push(self.stmt(
             span,
@@ -749,6 +789,7 @@ impl Lowerer {
                 base: var,
                 index: None,
                 members: members.clone(),
+                elem: None,
             };
             out.push(self.stmt(
                 span,
