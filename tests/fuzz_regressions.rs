@@ -1488,3 +1488,70 @@ mod array_copied_into_a_vec {
         assert_close(&got, &fd, "central differences");
     }
 }
+
+/// Fuzz (seed 120, p3, seed 505653342327433742): a buffer whose length a
+/// whole assignment changes (`b2 = b1.to_vec()`, 5 → 6 elements) and whose
+/// values the adjoint does not have was taken, in the adjoint, to keep the
+/// length of its `let`: a loop over a buffer made from `b2.len()` ran back
+/// one iteration short and took its values off the stack out of step, so
+/// the derivative read the wrong kept partial (without the early return,
+/// never taken, the adjoint had `b2`'s values and the bug did not show).
+/// The adjoint now
+/// starts from the length the buffer ends with, kept, and the reverse of
+/// each whole assignment sets it back.
+mod length_changed_by_a_whole_assignment {
+    use super::*;
+
+    macro_rules! lengths {
+        ($name:ident, $engine:ident) => {
+            #[differentiate($engine)]
+            pub fn $name(x0: f64, x1: f64, x2: f64, k: usize) -> f64 {
+                let b1: Vec<f64> = vec![-0.76; 6];
+                let mut b2 = vec![0.75_f64; 5];
+                for _ in 0..b1.len() {
+                    b2 = b1.to_vec();
+                }
+                if x1 > 5.0 {
+                    return b2[0];
+                }
+                let x0 = x0.sin();
+                {
+                    let mut t5 = vec![0.0; b2.len()];
+                    for i4 in 0..t5.len() {
+                        t5[i4] = (match k % 3 {
+                            0 => b2[k % b2.len()],
+                            1 => {
+                                if i4 >= 2 {
+                                    b1[3 % b1.len()]
+                                } else {
+                                    x0
+                                }
+                            }
+                            _ => f64::ln_1p(-0.96 * -0.96),
+                        })
+                        .atan();
+                    }
+                    b2 = t5;
+                }
+                (x0 + x2).atan()
+            }
+        };
+    }
+    lengths!(h0, compiled);
+    lengths!(h0_tape, tape);
+
+    #[test]
+    fn the_adjoint_follows_the_lengths() {
+        let (x0, x1, x2) = (-0.7297240330295137, 0.406299420534882, 0.8795925034279111);
+        for k in 0..4 {
+            assert!(h0::tape_stats(x0, x1, x2, k).compiled);
+            let (value, g) = h0::value_and_grad(x0, x1, x2, k);
+            assert_eq!(value, h0(x0, x1, x2, k));
+            let tape = h0_tape::grad(x0, x1, x2, k);
+            let (got, on_tape) = ([g.x0, g.x1, g.x2], [tape.x0, tape.x1, tape.x2]);
+            assert_close(&got, &on_tape, "the tape");
+            let fd = finite_difference(|p| h0(p[0], p[1], p[2], k), &[x0, x1, x2]);
+            assert_close(&got, &fd, "central differences");
+        }
+    }
+}

@@ -191,6 +191,18 @@ pub(crate) fn plan(
 }
 
 impl<'a> Planner<'a> {
+    /// True if some statement assigns buffer `var` whole (`v = w.to_vec();`).
+    fn assigned_whole(&self, var: VarId) -> bool {
+        let mut found = false;
+        self.function.body.each_stmt(&mut |stmt| {
+            found |= matches!(
+                &stmt.kind,
+                StmtKind::Assign { place: Place::Var(v), .. } if *v == var
+            );
+        });
+        found
+    }
+
     fn stmt(&self, id: StmtId) -> &'a Stmt {
         self.stmts[id].expect("every statement id is a statement")
     }
@@ -613,6 +625,9 @@ impl<'a> Planner<'a> {
                 _ => None,
             });
             let at = declaration.map(|d| d.id);
+            // A buffer assigned whole may change length: the adjoint starts
+            // from the last one, kept.
+            let length = length.filter(|_| !self.assigned_whole(var));
             self.plan.establish_len[var] = match (length, at) {
                 (Some(None), _) => Establish::Recompute,
                 (Some(Some(len)), Some(at)) if self.settled_expr(len, at) && !len.has_call() => {

@@ -459,12 +459,13 @@ impl Passes<'_> {
                     }
                     _ => unreachable!("only new buffers have their length evaluated again"),
                 };
-                quote!(let #local: usize = #length;)
+                quote!(let mut #local: usize = #length;)
             }
             Establish::Pop if plan.establish[var] == Establish::None => {
                 let local = self.length_local(var);
                 let pop = self.pop_bits(quote!(usize));
-                quote!(let #local: usize = #pop;)
+                // (Set back by the reverse of each whole assignment.)
+                quote!(let mut #local: usize = #pop;)
             }
             _ => TokenStream::new(),
         };

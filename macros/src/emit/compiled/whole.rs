@@ -137,9 +137,19 @@ impl Passes<'_> {
     /// those writes its old elements).
     pub(crate) fn keeps_length(&self, stmt: StmtId, var: VarId, first: bool) -> bool {
         !first
-            && (self.useful(var) || self.analysis.plan.restored[var])
+            && (self.useful(var) || self.analysis.plan.restored[var] || self.tracks_length(var))
             && !self.function.vars[var].array
             && !self.analysis.plan.saves[stmt]
+    }
+
+    /// True if the adjoint reads the length of local buffer `var` from a
+    /// local of its own (its values are not there), which the reverse of
+    /// each whole assignment sets back to the length before it.
+    pub(crate) fn tracks_length(&self, var: VarId) -> bool {
+        let plan = &self.analysis.plan;
+        !self.is_param(var)
+            && plan.establish[var] == Establish::None
+            && plan.establish_len[var] != Establish::None
     }
 
     /// The forward pass of `var = value;` (whole buffer).
@@ -281,7 +291,12 @@ impl Passes<'_> {
             let pop = self.pop_bits(quote!(usize));
             let resize = self.analysis.plan.restored[var]
                 .then(|| quote!(#name.resize(#old_length, ::deltad::__private::Scalar::zero());));
-            quote!(let #old_length: usize = #pop; #resize)
+            // The length statements before this one read.
+            let track = self.tracks_length(var).then(|| {
+                let local = self.length_local(var);
+                quote!(#local = #old_length;)
+            });
+            quote!(let #old_length: usize = #pop; #resize #track)
         } else {
             quote!(let #old_length: usize = #adjoint.len();)
         };
