@@ -2737,3 +2737,58 @@ fn narrowed_loops_keep_to_what_every_iteration_indexes() {
     assert_close_tol(&g.x, &tape.x, 1e-12, "inner buffers: the tape");
     check_gradient(inner_buffers, &x, &g.x, "inner buffers: finite differences");
 }
+
+// Iterator chains collected into a `Vec` of reals: a new buffer whose
+// elements a loop sets (maps of one buffer, of zipped ones, with their
+// indices, of a range), read, written and collected again in a loop; and a
+// chain over constants collected into a buffer that later holds
+// differentiated values (on the tape, the constants are lifted).
+both!(collected, collected_tape, fn(x: &[f64], w: &[f64], n: usize) -> f64 {
+    let c = vec![0.5, -1.5, 2.0];
+    let v: Vec<f64> = x.iter().map(|a| a.sin()).collect();
+    let z = x.iter().zip(w).map(|(a, b)| a * b).collect::<Vec<f64>>();
+    let r: Vec<f64> = (0..n).map(|i| v[i % v.len()] * (i as f64 + 0.5)).collect();
+    let e: Vec<f64> = w.iter().enumerate().map(|(i, b)| b * (i as f64 + 1.0)).collect();
+    let mut k: Vec<f64> = c.iter().map(|a| a * 2.0).collect();
+    k[1] = k[1] * x[2];
+    let mut s = 0.0;
+    for j in 0..2 {
+        let m: Vec<f64> = e.iter().map(|a| a * z[j] + k[1]).collect();
+        s += m[j] * m[m.len() - 1];
+    }
+    s + v.iter().sum::<f64>() + z[0] * z[z.len() - 1] + r.iter().sum::<f64>() + k[0] * k[1]
+});
+
+#[test]
+fn iterator_chains_collected_into_buffers() {
+    let (x, w) = ([0.3, -0.7, 1.1], [2.0, 0.5, -1.0, 4.0]);
+    for n in [0, 1, 5] {
+        assert!(collected::tape_stats(&x, &w, n).compiled);
+        let (value, g) = collected::value_and_grad(&x, &w, n);
+        assert_eq!(value, collected(&x, &w, n));
+        let tape = collected_tape::grad(&x, &w, n);
+        same(&g.x, &tape.x, "x against the tape");
+        same(&g.w, &tape.w, "w against the tape");
+        let fd_x = finite_difference(|p| collected(p, &w, n), &x);
+        assert_close(&g.x, &fd_x, "x against central differences");
+        let fd_w = finite_difference(|p| collected(&x, p, n), &w);
+        assert_close(&g.w, &fd_w, "w against central differences");
+        // Forward mode by the dot product, and second order against the tape.
+        let (tx, tw) = (vec![0.1, 0.2, -0.3], vec![0.5, -0.1, 0.0, 0.2]);
+        let tangent = collected::Grad {
+            x: tx.clone(),
+            w: tw.clone(),
+        };
+        let along: f64 =
+            g.x.iter()
+                .zip(&tx)
+                .chain(g.w.iter().zip(&tw))
+                .map(|(a, b)| a * b)
+                .sum();
+        near(collected::jvp(&x, &w, n, &tangent).1, along, 1e-12, "jvp");
+        let h = collected::hvp(&x, &w, n, &tangent);
+        let h_tape = collected_tape::hvp(&x, &w, n, &collected_tape::Grad { x: tx, w: tw });
+        assert_close_tol(&h.x, &h_tape.x, 1e-12, "hvp x");
+        assert_close_tol(&h.w, &h_tape.w, 1e-12, "hvp w");
+    }
+}

@@ -140,6 +140,16 @@ pub enum Stmt {
         source: String,
         method: &'static str,
     },
+    /// `let mut name: Vec<f64> = source.iter().map(|&v| body).collect();`
+    /// (or `.collect::<Vec<f64>>()`, `turbofish`): a new buffer of the
+    /// source's length.
+    LetCollect {
+        name: String,
+        source: String,
+        v: String,
+        body: Expr,
+        turbofish: bool,
+    },
     /// `name = ..;`: the whole buffer replaced (by a value of its length).
     Replace {
         name: String,

@@ -213,6 +213,20 @@ fn stmt(w: &mut Writer, s: &Stmt) {
         } => {
             w.line(&format!("let mut {name} = {source}.{method}();"));
         }
+        Stmt::LetCollect {
+            name,
+            source,
+            v,
+            body,
+            turbofish,
+        } => {
+            let map = format!("{source}.iter().map(|&{v}| {})", expr(body));
+            if *turbofish {
+                w.line(&format!("let mut {name} = {map}.collect::<Vec<f64>>();"));
+            } else {
+                w.line(&format!("let mut {name}: Vec<f64> = {map}.collect();"));
+            }
+        }
         Stmt::Replace { name, with } => match with {
             Replacement::Copy { source, method } => {
                 w.line(&format!("{name} = {source}.{method}();"));

@@ -137,6 +137,7 @@ enum S {
     BufAssign,
     Refill,
     LetCopy,
+    LetCollect,
     Replace,
     LetStruct,
     LetCall,
@@ -417,6 +418,14 @@ impl Gen {
                     0
                 },
             ),
+            (
+                S::LetCollect,
+                if !straight && !self.copyable().is_empty() {
+                    3
+                } else {
+                    0
+                },
+            ),
             (S::Replace, if has_buf && !straight { 8 } else { 0 }),
             (
                 S::LetStruct,
@@ -464,6 +473,7 @@ impl Gen {
             S::BufAssign => vec![self.buf_assign()],
             S::Refill => vec![self.refill()],
             S::LetCopy => vec![self.let_copy()],
+            S::LetCollect => vec![self.let_collect()],
             S::Replace => vec![self.replace()],
             S::LetStruct => {
                 let (a, _) = self.real_capped(2);
@@ -838,6 +848,28 @@ impl Gen {
             name,
             source,
             method,
+        }
+    }
+
+    /// A new buffer collected from a map over another's elements.
+    fn let_collect(&mut self) -> Stmt {
+        let sources = self.copyable();
+        let i = *self.rng.pick(&sources);
+        let source = self.vars[i].name.clone();
+        let (len, bound) = (self.seq_len(i), self.vars[i].bound);
+        let mark = self.vars.len();
+        let v = self.name("u");
+        self.declare(&v, Kind::Real, bound, false);
+        let (body, body_bound) = self.real_capped(2);
+        self.vars.truncate(mark);
+        let name = self.name("b");
+        self.declare(&name, Kind::Buf(len), body_bound, true);
+        Stmt::LetCollect {
+            name,
+            source,
+            v,
+            body,
+            turbofish: self.rng.chance(0.5),
         }
     }
 

@@ -320,6 +320,7 @@ impl Mutator {
             | Stmt::Loop { body, .. } => self.stmts(body),
             Stmt::LetBuf { .. }
             | Stmt::LetCopy { .. }
+            | Stmt::LetCollect { .. }
             | Stmt::Replace { .. }
             | Stmt::Break
             | Stmt::Continue => {}
@@ -557,6 +558,7 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
             | Stmt::Loop { body, .. } => visit_stmts(body, s, e),
             Stmt::LetBuf { .. }
             | Stmt::LetCopy { .. }
+            | Stmt::LetCollect { .. }
             | Stmt::Replace { .. }
             | Stmt::Break
             | Stmt::Continue => {}
@@ -625,6 +627,7 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
             | Stmt::Loop { body, .. } => visit_stmts_mut(body, f),
             Stmt::LetBuf { .. }
             | Stmt::LetCopy { .. }
+            | Stmt::LetCollect { .. }
             | Stmt::Replace { .. }
             | Stmt::Break
             | Stmt::Continue => {}

@@ -138,6 +138,18 @@ impl Env<'_> {
                 self.vars.push((name.clone(), Kind::Buf));
                 ok
             }
+            Stmt::LetCollect {
+                name,
+                source,
+                v,
+                body,
+                ..
+            } => {
+                let ok = self.is(source, |k| matches!(k, Kind::Slice | Kind::Buf))
+                    && self.with(&[(v, Kind::Real { mutable: false })], body);
+                self.vars.push((name.clone(), Kind::Buf));
+                ok
+            }
             Stmt::Replace { name, with } => {
                 if !self.is(name, |k| k == Kind::Buf) || self.frozen.contains(name) {
                     return false;

@@ -529,7 +529,15 @@ impl<'a> Rewriter<'a> {
         }
         let span = expr.span();
         let tape = &self.names.tape;
-        let inner = take(expr);
+        let mut inner = take(expr);
+        // A `collect()` whose type the `let`'s annotation gave (`let v:
+        // Vec<f64> = .. .collect();`) gets it from the lifted value no
+        // more: a `Vec`, the one collection holding reals that lifts.
+        if let Expr::MethodCall(call) = &mut inner {
+            if call.method == "collect" && call.turbofish.is_none() && call.args.is_empty() {
+                call.turbofish = Some(syn::parse_quote!(::<::std::vec::Vec<_>>));
+            }
+        }
         // Parenthesized: after `break 'label`, a leading `::` would be misread.
         *expr = self.gen_expr(quote_spanned!(span=> (::deltad::__private::lift(#tape, #inner))));
     }

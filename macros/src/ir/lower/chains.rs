@@ -7,7 +7,9 @@
 //!
 //! Sources: `v.iter()` (`.copied()`, `.cloned()`), `&v`, a range `a..b`;
 //! adapters: `enumerate`, `zip`, `map`, `filter`, `rev`; reductions: `sum`,
-//! `product` (of reals), `fold`. The operations happen in the order the
+//! `product` (of reals), `fold`; and `collect` into a `Vec` of reals as the
+//! value of a `let` (a new buffer of the chain's length, its elements set
+//! by the loop: no `filter`, no `rev`, a range from 0). The operations happen in the order the
 //! standard library's do (`sum` of floats starts from -0.0, `fold` applies
 //! its function left to right), so values are bit for bit the plain code's.
 
@@ -91,6 +93,8 @@ enum Reduction {
         init: Box<SynExpr>,
         function: Box<Function>,
     },
+    /// Into the elements of a new buffer, in order (`collect`).
+    Collect(VarId),
 }
 
 impl Lowerer {
@@ -289,6 +293,87 @@ impl Lowerer {
         }
     }
 
+    /// `let name = <chain>.collect::<Vec<f64>>();` (or annotated
+    /// `let name: Vec<f64> = ..`): a new buffer of the chain's length whose
+    /// elements a loop sets. `None` (left to the caller) if `init` is not
+    /// such a chain, or if the name shadows a variable.
+    pub(super) fn let_collect(
+        &mut self,
+        name: &syn::Ident,
+        annotation: Option<&syn::Type>,
+        init: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<VarId>> {
+        let SynExpr::MethodCall(call) = strip(init) else {
+            return Ok(None);
+        };
+        if call.method != "collect" || !call.args.is_empty() {
+            return Ok(None);
+        }
+        // A `Vec` of reals, as written: in the turbofish or the annotation.
+        let turbofish = call.turbofish.as_ref().and_then(|t| match t.args.first() {
+            Some(syn::GenericArgument::Type(ty)) if t.args.len() == 1 => Some(ty.clone()),
+            _ => None,
+        });
+        let is_vec_of_reals = |ty: &syn::Type| {
+            crate::types::is_real_buffer_type(ty) && !matches!(ty, syn::Type::Array(_))
+        };
+        let written = match (turbofish, annotation) {
+            (Some(ty), _) if is_vec_of_reals(&ty) => ty,
+            (None, Some(ty)) if is_vec_of_reals(ty) => ty.clone(),
+            _ => return Ok(None),
+        };
+        // (A name shadowing a variable would hide it from the loop, which
+        // the passes write with the names as they are.)
+        if self.resolve_path(&syn::Path::from(name.clone())).is_some() {
+            return Ok(None);
+        }
+        let Some(chain) = self.parse_chain(&call.receiver)? else {
+            return Ok(None);
+        };
+        let filtered = chain
+            .adapters
+            .iter()
+            .any(|a| matches!(a, Adapter::Filter(_)));
+        // Its length: the shortest buffer's, or a range's from 0.
+        let len = match &chain.source {
+            Source::Buffers(buffers) => buffers_len(buffers, call.span()),
+            Source::Range(range) if is_zero(&range.start) && !range.inclusive => range.end.clone(),
+            Source::Range(_) => return Ok(None),
+        };
+        if filtered || chain.reversed || len.has_call() {
+            return Ok(None);
+        }
+        let span = init.span();
+        let zero = syn::LitFloat::new("0.0", span);
+        let var = self.new_var(Var {
+            name: name.clone(),
+            mutable: true,
+            origin: Origin::Local,
+            kind: VarKind::Buffer,
+            array: false,
+            annotation: Some(written),
+            span: name.span(),
+        });
+        let elem = Expr::new(ExprKind::Lit(syn::Lit::Float(zero)), span);
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var,
+                init: Some(Expr::new(
+                    ExprKind::NewBuffer(crate::ir::NewBuffer::Repeat {
+                        elem: Box::new(elem),
+                        len: Box::new(len),
+                    }),
+                    span,
+                )),
+            },
+        ));
+        self.lower_chain(chain, Reduction::Collect(var), span, out)?;
+        self.bind(name, var);
+        Ok(Some(var))
+    }
+
     fn lower_chain(
         &mut self,
         chain: Chain,
@@ -296,6 +381,14 @@ impl Lowerer {
         span: Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<Expr> {
+        if let Reduction::Collect(buffer) = reduction {
+            return self
+                .chain_loop(chain, &reduction, None, span, out)
+                .map(|()| {
+                    // (The buffer is the value of its `let`; this is not read.)
+                    Expr::new(ExprKind::Var(buffer), span)
+                });
+        }
         // The accumulator, with its first value.
         let accumulator = self.temp(span);
         if let Reduction::Sum(float) | Reduction::Product(float) = &reduction {
@@ -311,6 +404,7 @@ impl Lowerer {
             ),
             Reduction::Product(_) => Expr::new(ExprKind::Lit(syn::parse_quote!(1.0)), span),
             Reduction::Fold { init, .. } => self.expr(init, out)?,
+            Reduction::Collect(_) => unreachable!("a collected chain has no accumulator"),
         };
         out.push(self.stmt(
             span,
@@ -319,6 +413,20 @@ impl Lowerer {
                 init: Some(init),
             },
         ));
+        self.chain_loop(chain, &reduction, Some(accumulator), span, out)?;
+        Ok(Expr::new(ExprKind::Var(accumulator), span))
+    }
+
+    /// The loop of a chain, its body ending with the reduction of each
+    /// item into `accumulator` (or, collecting, the buffer's element).
+    fn chain_loop(
+        &mut self,
+        chain: Chain,
+        reduction: &Reduction,
+        accumulator: Option<VarId>,
+        span: Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<()> {
         let id = self.enter_loop(None, None);
         let index = self.new_var(Var {
             name: quote::format_ident!("__deltad_item{}", id, span = Span::mixed_site()),
@@ -375,7 +483,20 @@ impl Lowerer {
                     }
                 }
             }
-            match &reduction {
+            let accumulator = || accumulator.expect("a reduction into an accumulator");
+            match reduction {
+                Reduction::Collect(buffer) => {
+                    let value = item.expr(span)?;
+                    stmts.push(this.stmt(
+                        span,
+                        StmtKind::Assign {
+                            place: Place::Elem(*buffer, Box::new(index_expr())),
+                            op: AssignOp::Set,
+                            value,
+                            first: false,
+                        },
+                    ));
+                }
                 Reduction::Sum(_) | Reduction::Product(_) => {
                     let op = if matches!(reduction, Reduction::Sum(_)) {
                         AssignOp::Add
@@ -386,7 +507,7 @@ impl Lowerer {
                     stmts.push(this.stmt(
                         span,
                         StmtKind::Assign {
-                            place: Place::Var(accumulator),
+                            place: Place::Var(accumulator()),
                             op,
                             value,
                             first: false,
@@ -394,12 +515,12 @@ impl Lowerer {
                     ));
                 }
                 Reduction::Fold { function, .. } => {
-                    let acc = Item::Value(Expr::new(ExprKind::Var(accumulator), span));
+                    let acc = Item::Value(Expr::new(ExprKind::Var(accumulator()), span));
                     let value = this.apply(function, vec![acc, item], span, &mut stmts)?;
                     stmts.push(this.stmt(
                         span,
                         StmtKind::Assign {
-                            place: Place::Var(accumulator),
+                            place: Place::Var(accumulator()),
                             op: AssignOp::Set,
                             value,
                             first: false,
@@ -434,17 +555,7 @@ impl Lowerer {
                 *range
             }
             Source::Buffers(buffers) => {
-                let mut end = Expr::new(ExprKind::Len(buffers[0]), span);
-                for &other in &buffers[1..] {
-                    end = Expr::new(
-                        ExprKind::Math {
-                            math: Math::named("min").expect("min is math"),
-                            args: vec![end, Expr::new(ExprKind::Len(other), span)],
-                            path_style: None,
-                        },
-                        span,
-                    );
-                }
+                let end = buffers_len(&buffers, span);
                 let zero: syn::LitInt = syn::parse_quote!(0usize);
                 RangeIter {
                     start: Expr::new(ExprKind::Lit(syn::Lit::Int(zero)), span),
@@ -463,7 +574,7 @@ impl Lowerer {
                 body,
             },
         ));
-        Ok(Expr::new(ExprKind::Var(accumulator), span))
+        Ok(())
     }
 
     /// `function` applied to `items` (its parameters, in order).
@@ -595,4 +706,25 @@ fn type_reduction(expr: &mut SynExpr, float: &proc_macro2::TokenStream) {
             call.turbofish = Some(syn::parse_quote!(::<#float>));
         }
     }
+}
+
+/// The number of items of zipped buffers: the shortest one's length.
+fn buffers_len(buffers: &[VarId], span: Span) -> Expr {
+    let mut end = Expr::new(ExprKind::Len(buffers[0]), span);
+    for &other in &buffers[1..] {
+        end = Expr::new(
+            ExprKind::Math {
+                math: Math::named("min").expect("min is math"),
+                args: vec![end, Expr::new(ExprKind::Len(other), span)],
+                path_style: None,
+            },
+            span,
+        );
+    }
+    end
+}
+
+/// True for the literal `0` (a range's start).
+fn is_zero(expr: &Expr) -> bool {
+    matches!(&expr.kind, ExprKind::Lit(syn::Lit::Int(int)) if int.base10_digits() == "0")
 }

@@ -117,6 +117,13 @@ impl Lowerer {
                         return self.let_borrowed(&ident.ident, target, out);
                     }
                 }
+                // `<chain>.collect()` into a `Vec` of reals.
+                if self
+                    .let_collect(&ident.ident, annotation.as_ref(), init, out)?
+                    .is_some()
+                {
+                    return Ok(());
+                }
                 // Annotated `Vec<f64>` / `[f64; N]`, or a buffer by its value's
                 // form or its uses.
                 let annotated_buffer = annotation
