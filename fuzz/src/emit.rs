@@ -13,17 +13,7 @@ pub fn program(p: &Program) -> String {
     if p.uses_struct {
         w.line("use deltad::Differentiable;");
         w.line("");
-        w.line("#[derive(Differentiable, Clone, Debug)]");
-        w.line("pub struct Pt {");
-        w.line("    pub a: f64,");
-        w.line("    pub b: f64,");
-        w.line("}");
-        w.line("");
-        w.line("#[derive(Differentiable, Clone, Debug)]");
-        w.line("pub struct Ws {");
-        w.line("    pub w: Vec<f64>,");
-        w.line("    pub c: f64,");
-        w.line("}");
+        structs(&mut w);
     }
     for f in &p.funcs {
         w.line("");
@@ -59,21 +49,26 @@ fn func_text(f: &Func) -> String {
     w.out
 }
 
+/// The user types of programs that use them.
+fn structs(w: &mut Writer) {
+    w.line("#[derive(Differentiable, Clone, Debug)]");
+    w.line("pub struct Pt {");
+    w.line("    pub a: f64,");
+    w.line("    pub b: f64,");
+    w.line("}");
+    w.line("");
+    w.line("#[derive(Differentiable, Clone, Debug)]");
+    w.line("pub struct Ws {");
+    w.line("    pub w: Vec<f64>,");
+    w.line("    pub c: f64,");
+    w.line("}");
+}
+
 /// The functions alone (for reproducers).
 pub fn functions(p: &Program) -> String {
     let mut w = Writer::default();
     if p.uses_struct {
-        w.line("#[derive(Differentiable, Clone, Debug)]");
-        w.line("pub struct Pt {");
-        w.line("    pub a: f64,");
-        w.line("    pub b: f64,");
-        w.line("}");
-        w.line("");
-        w.line("#[derive(Differentiable, Clone, Debug)]");
-        w.line("pub struct Ws {");
-        w.line("    pub w: Vec<f64>,");
-        w.line("    pub c: f64,");
-        w.line("}");
+        structs(&mut w);
         w.line("");
     }
     for f in &p.funcs {

@@ -836,11 +836,17 @@ impl Gen {
         }
     }
 
-    fn let_copy(&mut self) -> Stmt {
+    /// A slice or buffer of known length to copy or map: its variable,
+    /// name, length and bound.
+    fn pick_copyable(&mut self) -> (usize, String, usize, f64) {
         let sources = self.copyable();
         let i = *self.rng.pick(&sources);
-        let source = self.vars[i].name.clone();
         let (len, bound) = (self.seq_len(i), self.vars[i].bound);
+        (i, self.vars[i].name.clone(), len, bound)
+    }
+
+    fn let_copy(&mut self) -> Stmt {
+        let (i, source, len, bound) = self.pick_copyable();
         let method = self.copy_method(i);
         let name = self.name("b");
         self.declare(&name, Kind::Buf(len), bound, true);
@@ -853,10 +859,7 @@ impl Gen {
 
     /// A new buffer collected from a map over another's elements.
     fn let_collect(&mut self) -> Stmt {
-        let sources = self.copyable();
-        let i = *self.rng.pick(&sources);
-        let source = self.vars[i].name.clone();
-        let (len, bound) = (self.seq_len(i), self.vars[i].bound);
+        let (_, source, len, bound) = self.pick_copyable();
         let mark = self.vars.len();
         let v = self.name("u");
         self.declare(&v, Kind::Real, bound, false);

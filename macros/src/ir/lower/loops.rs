@@ -166,38 +166,22 @@ impl Lowerer {
             let Some((name, by_value)) = named else {
                 continue;
             };
-            let buffer = match walked {
-                Walked::Buffer(buffer) => *buffer,
-                // An element of a buffer field: read like `p.w[i]`.
-                Walked::Field(base, members) => {
-                    let var = self.new_var(Var {
-                        name: name.clone(),
-                        mutable: false,
-                        origin: Origin::Local,
-                        kind: VarKind::Scalar,
-                        array: false,
-                        annotation: None,
-                        span: name.span(),
-                    });
-                    if !by_value {
-                        self.by_ref.insert(var);
-                    }
-                    let read = ExprKind::Field {
-                        base: *base,
-                        index: None,
-                        members: members.clone(),
-                        elem: Some(Box::new(index_expr())),
-                    };
-                    lets.push((name.clone(), var, Expr::new(read, name.span())));
+            let elem = match walked {
+                // An element of a buffer of a user type: a name for it, read
+                // by its fields.
+                Walked::Buffer(buffer) if self.kind(*buffer) == VarKind::Structs => {
+                    elements.push((name, *buffer));
                     continue;
                 }
+                Walked::Buffer(buffer) => ExprKind::Elem(*buffer, Box::new(index_expr())),
+                // An element of a buffer field: read like `p.w[i]`.
+                Walked::Field(base, members) => ExprKind::Field {
+                    base: *base,
+                    index: None,
+                    members: members.clone(),
+                    elem: Some(Box::new(index_expr())),
+                },
             };
-            // An element of a buffer of a user type: a name for it, read by
-            // its fields.
-            if self.kind(buffer) == VarKind::Structs {
-                elements.push((name, buffer));
-                continue;
-            }
             let var = self.new_var(Var {
                 name: name.clone(),
                 mutable: false,
@@ -210,8 +194,8 @@ impl Lowerer {
             if !by_value {
                 self.by_ref.insert(var);
             }
-            let elem = Expr::new(ExprKind::Elem(buffer, Box::new(index_expr())), name.span());
-            lets.push((name, var, elem));
+            let span = name.span();
+            lets.push((name, var, Expr::new(elem, span)));
         }
         for (name, buffer) in elements {
             self.bind_element(&name, buffer, index);

@@ -125,14 +125,24 @@ impl Lowerer {
         span: proc_macro2::Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> VarId {
-        let temp = self.temp(span);
-        self.vars[temp].mutable = false;
         let read = ExprKind::Field {
             base: buffer,
             index: Some(Box::new(index)),
             members,
             elem: None,
         };
+        self.read_into_local(read, span, out)
+    }
+
+    /// `let temp = read;` (a read of a field): the temporary.
+    fn read_into_local(
+        &mut self,
+        read: ExprKind,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> VarId {
+        let temp = self.temp(span);
+        self.vars[temp].mutable = false;
         out.push(self.stmt(
             span,
             StmtKind::Let {
@@ -164,22 +174,13 @@ impl Lowerer {
         span: proc_macro2::Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> VarId {
-        let temp = self.temp(span);
-        self.vars[temp].mutable = false;
         let read = ExprKind::Field {
             base,
             index: None,
             members,
             elem: Some(Box::new(elem)),
         };
-        out.push(self.stmt(
-            span,
-            StmtKind::Let {
-                var: temp,
-                init: Some(Expr::new(read, span)),
-            },
-        ));
-        temp
+        self.read_into_local(read, span, out)
     }
 
     /// The element of a buffer of a user type a variable names (a loop's
