@@ -973,7 +973,15 @@ macro_rules! net_fn {
             for (k, &wk) in n.first.w.iter().enumerate().rev() {
                 t += wk * wk * k as f64 * 0.05;
             }
-            t
+            // And as iterator chains' sources.
+            let dot: f64 = n.first.w.iter().zip(x).map(|(a, b)| a * b).sum();
+            let folded = n
+                .first
+                .w
+                .iter()
+                .fold(n.first.b, |acc, &a| acc * 0.5 + a.sin());
+            let scaled: Vec<f64> = n.first.w.iter().map(|a| a * 3.0).collect();
+            t + dot.tanh() + folded * scaled[1]
         }
     };
 }

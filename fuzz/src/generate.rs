@@ -1557,12 +1557,20 @@ impl Gen {
     /// An iterator chain over a slice or buffer.
     fn chain(&mut self, depth: usize) -> (Expr, f64) {
         let seqs = self.sequences();
-        let i = *self.rng.pick(&seqs);
-        let src = self.vars[i].name.clone();
+        let mut i = *self.rng.pick(&seqs);
+        // Sometimes the buffer field of a `&Ws` parameter (`ws.w.iter()`).
+        let weights = self.visible_where(|v| matches!(v.kind, Kind::Weights(_)));
+        if !weights.is_empty() && self.rng.chance(0.3) {
+            i = *self.rng.pick(&weights);
+        }
+        let src = match self.vars[i].kind {
+            Kind::Weights(_) => format!("{}.w", self.vars[i].name),
+            _ => self.vars[i].name.clone(),
+        };
         let eb = self.vars[i].bound;
         let len = match self.vars[i].kind {
             Kind::Slice(0) => 5.0,
-            Kind::Slice(n) | Kind::Buf(n) => n as f64,
+            Kind::Slice(n) | Kind::Buf(n) | Kind::Weights(n) => n as f64,
             _ => 5.0,
         };
         let mark = self.vars.len();

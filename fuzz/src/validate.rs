@@ -425,7 +425,11 @@ impl Env<'_> {
                 arms.len() >= 2 && self.iexpr(s) && arms.iter().all(|a| self.expr(a))
             }
             Expr::Chain(src, chain) => {
-                self.seq(src)
+                let weights = |s: &str| {
+                    s.strip_suffix(".w")
+                        .is_some_and(|base| self.is(base, |k| k == Kind::Weights))
+                };
+                (self.seq(src) || weights(src))
                     && match chain {
                         Chain::MapSum { v, body } | Chain::Product { v, body } => {
                             self.with(&[(v, real)], body)

@@ -19,6 +19,7 @@ use syn::spanned::Spanned;
 use syn::Expr as SynExpr;
 
 use super::closures::{Bound, ClosureDef};
+use super::loops::Walked;
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::{
@@ -27,8 +28,9 @@ use crate::ir::{
 
 /// Where a chain's items come from.
 enum Source {
-    /// The elements of buffers, zipped (one buffer without `zip`).
-    Buffers(Vec<VarId>),
+    /// The elements of buffers, zipped (one buffer without `zip`): buffer
+    /// variables or buffer fields of parameters.
+    Buffers(Vec<Walked>),
     /// The values of a range.
     Range(Box<RangeIter>),
 }
@@ -168,8 +170,9 @@ impl Lowerer {
         };
         // (A buffer that may hold differentiated values: of the function's
         // float; a constant one may be of another.)
+        // (A field's elements may be of any type.)
         Ok(matches!(&chain.source, Source::Buffers(buffers)
-                if buffers.len() == 1 && !self.plain.contains(&buffers[0]))
+                if matches!(buffers[..], [Walked::Buffer(b)] if !self.plain.contains(&b)))
             && chain
                 .adapters
                 .iter()
@@ -220,9 +223,9 @@ impl Lowerer {
                 reversed: false,
             }));
         }
-        if let Some(var) = self.buffer_source(expr) {
+        if let Some(walked) = self.buffer_source(expr) {
             return Ok(Some(Chain {
-                source: Source::Buffers(vec![var]),
+                source: Source::Buffers(vec![walked]),
                 adapters: Vec::new(),
                 reversed: false,
             }));
@@ -262,23 +265,17 @@ impl Lowerer {
         Ok(Some(chain))
     }
 
-    /// A buffer as a source: `v` (a slice), `&v`.
-    fn buffer_source(&self, expr: &SynExpr) -> Option<VarId> {
-        let expr = match strip(expr) {
-            SynExpr::Reference(reference) if reference.mutability.is_none() => {
-                strip(&reference.expr)
-            }
-            other => other,
-        };
-        let SynExpr::Path(path) = expr else {
-            return None;
-        };
-        let var = self.resolve_path(&path.path)?;
-        (self.kind(var) == VarKind::Buffer).then_some(var)
+    /// A buffer as a source: `v` (a slice), `&v`, a buffer field of a
+    /// parameter (`p.w`, `&p.w`).
+    fn buffer_source(&self, expr: &SynExpr) -> Option<Walked> {
+        match Walked::named(self, expr)? {
+            Walked::Buffer(var) if self.kind(var) != VarKind::Buffer => None,
+            walked => Some(walked),
+        }
     }
 
     /// The buffer `zip` takes: `w.iter()`, `&w`, `w`, `w.iter().copied()`.
-    fn zip_source(&self, expr: &SynExpr) -> Option<VarId> {
+    fn zip_source(&self, expr: &SynExpr) -> Option<Walked> {
         match strip(expr) {
             SynExpr::MethodCall(call)
                 if call.args.is_empty()
@@ -337,7 +334,7 @@ impl Lowerer {
             .any(|a| matches!(a, Adapter::Filter(_)));
         // Its length: the shortest buffer's, or a range's from 0.
         let len = match &chain.source {
-            Source::Buffers(buffers) => buffers_len(buffers, call.span()),
+            Source::Buffers(buffers) => Walked::shortest(buffers, self, call.span()),
             Source::Range(range) if is_zero(&range.start) && !range.inclusive => range.end.clone(),
             Source::Range(_) => return Ok(None),
         };
@@ -440,18 +437,23 @@ impl Lowerer {
         let body = self.with_scope(|this| {
             let mut body = this.new_block();
             let index_expr = || Expr::new(ExprKind::Var(index), span);
+            // (A field's element is read into a local first.)
+            let mut stmts = std::mem::take(&mut body.stmts);
             let mut item = match &chain.source {
                 Source::Range(_) => Item::Value(index_expr()),
                 Source::Buffers(buffers) => {
-                    let elements: Vec<Item> = buffers
-                        .iter()
-                        .map(|&b| {
-                            Item::Element(Expr::new(
-                                ExprKind::Elem(b, Box::new(index_expr())),
-                                span,
-                            ))
-                        })
-                        .collect();
+                    let mut elements = Vec::new();
+                    for walked in buffers {
+                        let element = walked.element(index_expr());
+                        let element = match walked {
+                            Walked::Buffer(_) => Expr::new(element, span),
+                            Walked::Field(..) => {
+                                let local = this.read_into_local(element, span, &mut stmts);
+                                Expr::new(ExprKind::Var(local), span)
+                            }
+                        };
+                        elements.push(Item::Element(element));
+                    }
                     if elements.len() == 1 {
                         elements.into_iter().next().expect("one element")
                     } else {
@@ -461,7 +463,6 @@ impl Lowerer {
             };
             // The adapters, innermost first; a filter wraps the rest of
             // the body in its `if`.
-            let mut stmts = std::mem::take(&mut body.stmts);
             let mut filters: Vec<(Expr, Vec<crate::ir::Stmt>)> = Vec::new();
             for adapter in &chain.adapters {
                 match adapter {
@@ -555,7 +556,7 @@ impl Lowerer {
                 *range
             }
             Source::Buffers(buffers) => {
-                let end = buffers_len(&buffers, span);
+                let end = Walked::shortest(&buffers, self, span);
                 let zero: syn::LitInt = syn::parse_quote!(0usize);
                 RangeIter {
                     start: Expr::new(ExprKind::Lit(syn::Lit::Int(zero)), span),
@@ -706,22 +707,6 @@ fn type_reduction(expr: &mut SynExpr, float: &proc_macro2::TokenStream) {
             call.turbofish = Some(syn::parse_quote!(::<#float>));
         }
     }
-}
-
-/// The number of items of zipped buffers: the shortest one's length.
-fn buffers_len(buffers: &[VarId], span: Span) -> Expr {
-    let mut end = Expr::new(ExprKind::Len(buffers[0]), span);
-    for &other in &buffers[1..] {
-        end = Expr::new(
-            ExprKind::Math {
-                math: Math::named("min").expect("min is math"),
-                args: vec![end, Expr::new(ExprKind::Len(other), span)],
-                path_style: None,
-            },
-            span,
-        );
-    }
-    end
 }
 
 /// True for the literal `0` (a range's start).

@@ -21,12 +21,82 @@ enum Walk {
     },
 }
 
-/// A buffer whose elements a loop walks: a buffer variable, or a buffer
-/// field of a parameter of a user type (`p.w`: the parameter and members).
+/// A buffer whose elements a loop or an iterator chain walks: a buffer
+/// variable, or a buffer field of a parameter of a user type (`p.w`: the
+/// parameter and members).
 #[derive(Clone)]
-enum Walked {
+pub(super) enum Walked {
     Buffer(VarId),
     Field(VarId, Vec<syn::Member>),
+}
+
+impl Walked {
+    /// The number of elements.
+    pub(super) fn len(&self, lowerer: &Lowerer, span: Span) -> Expr {
+        match self {
+            Walked::Buffer(buffer) => Expr::new(ExprKind::Len(*buffer), span),
+            // Plain, whatever the field holds (its twin has its length).
+            Walked::Field(base, members) => {
+                let base = &lowerer.vars[*base].name;
+                Expr::new(
+                    ExprKind::Opaque {
+                        expr: Box::new(syn::parse_quote!(#base #(.#members)*.len())),
+                        reads: Vec::new(),
+                    },
+                    span,
+                )
+            }
+        }
+    }
+
+    /// The number of elements of zipped buffers: the shortest one's.
+    pub(super) fn shortest(walked: &[Walked], lowerer: &Lowerer, span: Span) -> Expr {
+        let mut end = walked[0].len(lowerer, span);
+        for other in &walked[1..] {
+            end = Expr::new(
+                ExprKind::Math {
+                    math: Math::named("min").expect("min is math"),
+                    args: vec![end, other.len(lowerer, span)],
+                    path_style: None,
+                },
+                span,
+            );
+        }
+        end
+    }
+
+    /// Element `index` (an `ExprKind::Field` read for a field: only as the
+    /// value of a `let`).
+    pub(super) fn element(&self, index: Expr) -> ExprKind {
+        match self {
+            Walked::Buffer(buffer) => ExprKind::Elem(*buffer, Box::new(index)),
+            Walked::Field(base, members) => ExprKind::Field {
+                base: *base,
+                index: None,
+                members: members.clone(),
+                elem: Some(Box::new(index)),
+            },
+        }
+    }
+
+    /// The buffer or field `expr` names (`v`, `&v`, `p.w`, `&p.w`).
+    pub(super) fn named(lowerer: &Lowerer, expr: &SynExpr) -> Option<Walked> {
+        let expr = match strip(expr) {
+            SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                strip(&reference.expr)
+            }
+            other => other,
+        };
+        if let Some((base, members)) = lowerer.param_field_chain(expr) {
+            return Some(Walked::Field(base, members));
+        }
+        let SynExpr::Path(path) = expr else {
+            return None;
+        };
+        let var = lowerer.resolve_path(&path.path)?;
+        matches!(lowerer.kind(var), VarKind::Buffer | VarKind::Structs)
+            .then_some(Walked::Buffer(var))
+    }
 }
 
 impl Lowerer {
@@ -166,22 +236,16 @@ impl Lowerer {
             let Some((name, by_value)) = named else {
                 continue;
             };
-            let elem = match walked {
-                // An element of a buffer of a user type: a name for it, read
-                // by its fields.
-                Walked::Buffer(buffer) if self.kind(*buffer) == VarKind::Structs => {
+            // An element of a buffer of a user type: a name for it, read by
+            // its fields.
+            if let Walked::Buffer(buffer) = walked {
+                if self.kind(*buffer) == VarKind::Structs {
                     elements.push((name, *buffer));
                     continue;
                 }
-                Walked::Buffer(buffer) => ExprKind::Elem(*buffer, Box::new(index_expr())),
-                // An element of a buffer field: read like `p.w[i]`.
-                Walked::Field(base, members) => ExprKind::Field {
-                    base: *base,
-                    index: None,
-                    members: members.clone(),
-                    elem: Some(Box::new(index_expr())),
-                },
-            };
+            }
+            // (Of a buffer field: read like `p.w[i]`.)
+            let elem = walked.element(index_expr());
             let var = self.new_var(Var {
                 name: name.clone(),
                 mutable: false,
@@ -215,31 +279,7 @@ impl Lowerer {
         stmts.append(&mut body.stmts);
         body.stmts = stmts;
         // The number of elements: the shortest buffer's length.
-        let len = |this: &Self, walked: &Walked| match walked {
-            Walked::Buffer(buffer) => Expr::new(ExprKind::Len(*buffer), span),
-            // Plain, whatever the field holds (its twin has its length).
-            Walked::Field(base, members) => {
-                let base = &this.vars[*base].name;
-                Expr::new(
-                    ExprKind::Opaque {
-                        expr: Box::new(syn::parse_quote!(#base #(.#members)*.len())),
-                        reads: Vec::new(),
-                    },
-                    span,
-                )
-            }
-        };
-        let mut end = len(self, &buffers[0]);
-        for other in &buffers[1..] {
-            end = Expr::new(
-                ExprKind::Math {
-                    math: Math::named("min").expect("min is math"),
-                    args: vec![end, len(self, other)],
-                    path_style: None,
-                },
-                span,
-            );
-        }
+        let end = Walked::shortest(buffers, self, span);
         let zero: syn::LitInt = syn::parse_quote!(0usize);
         Ok(StmtKind::For {
             id,
@@ -380,26 +420,8 @@ impl Lowerer {
 
     /// `v` or `&v` for a buffer `v`: its elements.
     fn buffer_walk(&self, expr: &SynExpr) -> Option<Walk> {
-        let expr = match strip(expr) {
-            SynExpr::Reference(reference) if reference.mutability.is_none() => {
-                strip(&reference.expr)
-            }
-            other => other,
-        };
-        // A buffer field of a parameter of a user type (`p.w.iter()`).
-        if let Some((base, members)) = self.param_field_chain(expr) {
-            return Some(Walk::Elements {
-                buffers: vec![Walked::Field(base, members)],
-                enumerate: false,
-                reversed: false,
-            });
-        }
-        let SynExpr::Path(path) = expr else {
-            return None;
-        };
-        let var = self.resolve_path(&path.path)?;
-        matches!(self.kind(var), VarKind::Buffer | VarKind::Structs).then(|| Walk::Elements {
-            buffers: vec![Walked::Buffer(var)],
+        Walked::named(self, expr).map(|walked| Walk::Elements {
+            buffers: vec![walked],
             enumerate: false,
             reversed: false,
         })

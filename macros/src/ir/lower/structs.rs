@@ -135,7 +135,7 @@ impl Lowerer {
     }
 
     /// `let temp = read;` (a read of a field): the temporary.
-    fn read_into_local(
+    pub(super) fn read_into_local(
         &mut self,
         read: ExprKind,
         span: proc_macro2::Span,
