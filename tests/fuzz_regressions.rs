@@ -1555,3 +1555,67 @@ mod length_changed_by_a_whole_assignment {
         }
     }
 }
+
+/// Found reading the fix above: a buffer the adjoint does not need but
+/// whose length it reads (`t5`'s `let` takes `b2.len()`), assigned whole in
+/// a loop with no other adjoint work, had its old lengths kept by the
+/// forward pass while the adjoint, finding nothing to do in that loop,
+/// never took them back: called from a loop of another differentiated
+/// function, the caller's adjoint then read them as its own (a panic, or
+/// values out of step). Such an assignment now has a reverse, which takes
+/// the length back.
+mod length_tracked_in_a_loop_without_other_work {
+    use super::*;
+
+    macro_rules! pair {
+        ($inner:ident, $outer:ident, $engine:ident) => {
+            #[differentiate($engine)]
+            pub fn $inner(x0: f64, x1: f64) -> f64 {
+                let c: Vec<f64> = vec![0.5; 6];
+                let mut b2 = vec![0.75_f64; 5];
+                for _ in 0..2 {
+                    b2 = c.to_vec();
+                }
+                if x1 > 5.0 {
+                    return x0;
+                }
+                let y = x0.sin();
+                let mut t5 = vec![0.0; b2.len()];
+                for i in 0..t5.len() {
+                    t5[i] = (y * (i as f64 + 1.0)).atan();
+                }
+                t5[t5.len() - 1] * x1.exp() + y
+            }
+
+            #[differentiate($engine)]
+            pub fn $outer(x0: f64, x1: f64, n: usize) -> f64 {
+                let mut s = 0.0;
+                for k in 0..n {
+                    if x0 > 0.1 * k as f64 {
+                        s += $inner(x0 * (k as f64 + 1.0), x1) * x0;
+                    } else {
+                        s += x1 * x1;
+                    }
+                }
+                s
+            }
+        };
+    }
+    pair!(inner, outer, compiled);
+    pair!(inner_tape, outer_tape, tape);
+
+    #[test]
+    fn the_callers_adjoint_reads_its_own_values() {
+        let (x0, x1) = (0.25, 0.3);
+        for n in [1, 3, 5] {
+            assert!(outer::tape_stats(x0, x1, n).compiled);
+            let (value, g) = outer::value_and_grad(x0, x1, n);
+            assert_eq!(value, outer(x0, x1, n));
+            let tape = outer_tape::grad(x0, x1, n);
+            let got = [g.x0, g.x1];
+            assert_close(&got, &[tape.x0, tape.x1], "the tape");
+            let fd = finite_difference(|p| outer(p[0], p[1], n), &[x0, x1]);
+            assert_close(&got, &fd, "central differences");
+        }
+    }
+}

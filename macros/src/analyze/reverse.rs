@@ -888,9 +888,15 @@ impl<'a> Planner<'a> {
                         || self.plan.establish_len[*var] == Establish::Pop
                 }
                 StmtKind::Assign { place, .. } => {
-                    self.plan.useful[place.var()]
-                        || self.plan.restored[place.var()]
-                        || self.forced[place.var()]
+                    let var = place.var();
+                    // (A buffer assigned whole whose length the adjoint reads
+                    // from a local: the reverse sets the length back.)
+                    let tracked = matches!(place, Place::Var(_))
+                        && self.function.vars[var].kind == VarKind::Buffer
+                        && !matches!(self.function.vars[var].origin, Origin::Param(_))
+                        && self.plan.establish[var] == Establish::None
+                        && self.plan.establish_len[var] != Establish::None;
+                    self.plan.useful[var] || self.plan.restored[var] || self.forced[var] || tracked
                 }
                 _ => false,
             };
