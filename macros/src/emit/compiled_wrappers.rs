@@ -562,7 +562,10 @@ impl Generator<'_> {
                 )
             },
         };
-        let adjoint = quote!(#adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*););
+        let adjoint = quote! {
+            #adj(&mut *#stack, #(#adj_args,)* #seed, #(#sinks),*);
+            #stack.assert_emptied();
+        };
         let passes = if value_read {
             quote! {
                 let #value: #output = #fwd(&mut *#stack, #(#fwd_args),*);

@@ -509,6 +509,20 @@ impl<S: Scalar> Stack<S> {
             || self.spares.bytes() != 0
     }
 
+    /// Checks, in debug builds and for deltad's fuzzer (the
+    /// `spare-every-buffer` feature), that an adjoint took back everything
+    /// its forward pass kept: a value left behind would be read by the next
+    /// adjoint of a caller as one of its own.
+    #[inline(always)]
+    pub fn assert_emptied(&self) {
+        if cfg!(any(debug_assertions, feature = "spare-every-buffer")) {
+            assert!(
+                self.is_empty(),
+                "deltad: the adjoint left values its forward pass kept (this is a bug in deltad)"
+            );
+        }
+    }
+
     /// True if nothing is kept.
     pub fn is_empty(&self) -> bool {
         self.reals.is_empty()
