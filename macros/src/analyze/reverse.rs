@@ -90,6 +90,17 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// True if the adjoint reads the length of local buffer `var` from a
+    /// local of its own (its values are not there), which the reverse of
+    /// each whole assignment sets back to the length before it.
+    pub(crate) fn tracks_length(&self, function: &Function, var: VarId) -> bool {
+        let info = &function.vars[var];
+        info.kind == VarKind::Buffer
+            && !matches!(info.origin, Origin::Param(_))
+            && self.establish[var] == Establish::None
+            && self.establish_len[var] != Establish::None
+    }
+
     pub(crate) fn needed(&self, var: VarId) -> bool {
         self.establish[var] != Establish::None
     }
@@ -892,10 +903,7 @@ impl<'a> Planner<'a> {
                     // (A buffer assigned whole whose length the adjoint reads
                     // from a local: the reverse sets the length back.)
                     let tracked = matches!(place, Place::Var(_))
-                        && self.function.vars[var].kind == VarKind::Buffer
-                        && !matches!(self.function.vars[var].origin, Origin::Param(_))
-                        && self.plan.establish[var] == Establish::None
-                        && self.plan.establish_len[var] != Establish::None;
+                        && self.plan.tracks_length(self.function, var);
                     self.plan.useful[var] || self.plan.restored[var] || self.forced[var] || tracked
                 }
                 _ => false,

@@ -13,7 +13,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
-use super::forward::{count_local, decision_local, FieldRead};
+use super::forward::{count_local, decision_local};
 use super::promote::Rolled;
 use super::values::Side;
 use super::{names, sink, Passes};
@@ -424,10 +424,7 @@ impl Passes<'_> {
                     // A copy of a buffer: the source stays (it may be read
                     // again).
                     ExprKind::Var(source) if self.is_buffer(var) => self.buffer_copy(var, *source),
-                    ExprKind::Field { .. } => {
-                        let read = FieldRead::of(init).expect("a field read");
-                        self.field_value(var, read, Side::Adjoint)
-                    }
+                    ExprKind::Field { .. } => self.field_value(var, init, Side::Adjoint),
                     _ if self.active(var) => self.scalar_value(init, Side::Adjoint),
                     _ => self.value(init, Side::Adjoint),
                 };

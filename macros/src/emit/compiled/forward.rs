@@ -23,39 +23,6 @@ use crate::ir::{
     RangeIter, Stmt, StmtId, StmtKind, VarId,
 };
 
-/// A read of a field of a value of a user type (`ExprKind::Field`).
-#[derive(Clone, Copy)]
-pub(crate) struct FieldRead<'a> {
-    /// The value (a variable of a user type, or a buffer of them).
-    pub(crate) base: VarId,
-    /// The element of `base` read, for a buffer of values.
-    pub(crate) index: Option<&'a crate::ir::Expr>,
-    pub(crate) members: &'a [syn::Member],
-    /// The element of the buffer field the members name.
-    pub(crate) elem: Option<&'a crate::ir::Expr>,
-}
-
-impl<'a> FieldRead<'a> {
-    /// The read an `ExprKind::Field` makes (`None` for other expressions).
-    pub(crate) fn of(expr: &'a crate::ir::Expr) -> Option<FieldRead<'a>> {
-        let crate::ir::ExprKind::Field {
-            base,
-            index,
-            members,
-            elem,
-        } = &expr.kind
-        else {
-            return None;
-        };
-        Some(FieldRead {
-            base: *base,
-            index: index.as_deref(),
-            members,
-            elem: elem.as_deref(),
-        })
-    }
-}
-
 /// A construct the statement being emitted is inside.
 #[derive(Clone, Copy)]
 pub(crate) enum Frame {
@@ -842,10 +809,7 @@ impl Passes<'_> {
                 }
             }
             ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
-            ExprKind::Field { .. } => {
-                let read = FieldRead::of(init).expect("a field read");
-                self.field_value(var, read, Side::Forward)
-            }
+            ExprKind::Field { .. } => self.field_value(var, init, Side::Forward),
             // A value whose adjoint runs: its expensive partials kept.
             _ if self.let_keeps(var, init) => {
                 let (before, value) = self.value_keeping(init, true);
@@ -864,30 +828,38 @@ impl Passes<'_> {
     /// The value of the local `var` holding a field of a call's result: a
     /// scalar of the pass where it is differentiated, else the field's
     /// value as it is.
-    pub(crate) fn field_value(&self, var: VarId, read: FieldRead<'_>, side: Side) -> TokenStream {
+    /// `read` is the `let`'s `ExprKind::Field`: `base[index].a.b[elem]`.
+    pub(crate) fn field_value(
+        &self,
+        var: VarId,
+        read: &crate::ir::Expr,
+        side: Side,
+    ) -> TokenStream {
+        let ExprKind::Field {
+            base,
+            index,
+            members,
+            elem,
+        } = &read.kind
+        else {
+            unreachable!("a field read");
+        };
         let s = &self.scalar;
-        let place = self.field_read_place(read, side);
+        let name = self.name(*base);
+        let index = index.as_deref().map(|index| {
+            let index = self.value(index, side);
+            quote!([#index])
+        });
+        let elem = elem.as_deref().map(|elem| {
+            let elem = self.value(elem, side);
+            quote!([#elem])
+        });
+        let place = quote!(#name #index #(.#members)* #elem);
         if self.active(var) {
             quote!(::deltad::__private::RealLeaf::<#s>::scalar(&#place))
         } else {
             self.plain_field(place)
         }
-    }
-
-    /// Where a field read reads: `base[index].a.b[elem]` (its indices as
-    /// `side` has them).
-    pub(crate) fn field_read_place(&self, read: FieldRead<'_>, side: Side) -> TokenStream {
-        let name = self.name(read.base);
-        let index = read.index.map(|index| {
-            let index = self.value(index, side);
-            quote!([#index])
-        });
-        let elem = read.elem.map(|elem| {
-            let elem = self.value(elem, side);
-            quote!([#elem])
-        });
-        let members = read.members;
-        quote!(#name #index #(.#members)* #elem)
     }
 
     /// The value of a field of a value of a user type, at `place`, where

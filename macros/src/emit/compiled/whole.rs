@@ -142,14 +142,9 @@ impl Passes<'_> {
             && !self.analysis.plan.saves[stmt]
     }
 
-    /// True if the adjoint reads the length of local buffer `var` from a
-    /// local of its own (its values are not there), which the reverse of
-    /// each whole assignment sets back to the length before it.
-    pub(crate) fn tracks_length(&self, var: VarId) -> bool {
-        let plan = &self.analysis.plan;
-        !self.is_param(var)
-            && plan.establish[var] == Establish::None
-            && plan.establish_len[var] != Establish::None
+    /// See `Plan::tracks_length`.
+    fn tracks_length(&self, var: VarId) -> bool {
+        self.analysis.plan.tracks_length(self.function, var)
     }
 
     /// The forward pass of `var = value;` (whole buffer).

@@ -366,7 +366,7 @@ impl Lowerer {
                 )),
             },
         ));
-        self.lower_chain(chain, Reduction::Collect(var), span, out)?;
+        self.chain_loop(chain, &Reduction::Collect(var), None, span, out)?;
         self.bind(name, var);
         Ok(Some(var))
     }
@@ -378,14 +378,6 @@ impl Lowerer {
         span: Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<Expr> {
-        if let Reduction::Collect(buffer) = reduction {
-            return self
-                .chain_loop(chain, &reduction, None, span, out)
-                .map(|()| {
-                    // (The buffer is the value of its `let`; this is not read.)
-                    Expr::new(ExprKind::Var(buffer), span)
-                });
-        }
         // The accumulator, with its first value.
         let accumulator = self.temp(span);
         if let Reduction::Sum(float) | Reduction::Product(float) = &reduction {
@@ -401,7 +393,7 @@ impl Lowerer {
             ),
             Reduction::Product(_) => Expr::new(ExprKind::Lit(syn::parse_quote!(1.0)), span),
             Reduction::Fold { init, .. } => self.expr(init, out)?,
-            Reduction::Collect(_) => unreachable!("a collected chain has no accumulator"),
+            Reduction::Collect(_) => unreachable!("a collected chain is lowered by `let_collect`"),
         };
         out.push(self.stmt(
             span,
