@@ -2328,6 +2328,86 @@ fn long_buffers_reuse_the_memory_the_adjoint_gives_back() {
     }
 }
 
+// New long buffers whose elements a loop then sets, made in spare memory
+// as it is, without the fill (`a`: every element set, the first before the
+// loop), beside ones that must keep their fill: an element the loop leaves
+// (`b`, `e`), elements read before they are set (`c`), writes under a
+// condition (`d`). And long buffers the forward pass is done with, whose
+// memory serves its next ones. The calls before leave spare buffers of
+// other values with the thread's stack: a buffer wrongly made without its
+// fill would read them (checked by making every `vec![..]` so: the value
+// and the gradient then differ).
+macro_rules! partly_set {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(x: &[f64]) -> f64 {
+            let n = x.len();
+            let mut a = vec![0.0; n];
+            a[0] = x[0];
+            for i in 1..n {
+                a[i] = x[i] * x[i - 1];
+            }
+            let mut b = vec![0.5; n];
+            for i in 1..n {
+                b[i] = a[i].sin();
+            }
+            let mut c = vec![0.25; n];
+            for i in 0..n {
+                c[i] = c[i] + a[i] * b[i];
+            }
+            let mut d = vec![0.125; n];
+            for i in 0..n {
+                if x[i] > 0.0 {
+                    d[i] = c[i] * x[i];
+                }
+            }
+            let mut e = vec![2.0; n];
+            for i in 0..n - 1 {
+                e[i] = d[i] + b[i];
+            }
+            let mut s = 0.0;
+            for i in 0..n {
+                s += a[i] + b[i] * c[i] + d[i] * e[i];
+            }
+            s
+        }
+    };
+}
+partly_set!(partly_set, compiled);
+partly_set!(partly_set_tape, tape);
+
+#[test]
+fn new_buffers_set_whole_need_no_fill_and_others_keep_theirs() {
+    let mut rng = Rng::new(12);
+    let x = rng.vec(300, -1.0, 1.0);
+    let tape = partly_set_tape::grad(&x).x;
+    let fd = finite_difference(partly_set_tape, &x);
+    assert_close(&tape, &fd, "the tape, finite differences");
+    let tangent = partly_set::Grad {
+        x: rng.vec(300, -1.0, 1.0),
+    };
+    let expected_dot: f64 = tape.iter().zip(&tangent.x).map(|(g, t)| g * t).sum();
+    for call in 0..3 {
+        // Spare buffers of other values, for the calls below.
+        let _ = long_steps::grad(&rng.vec(300, 2.0, 3.0), 3, 10.0);
+        let (value, g) = partly_set::value_and_grad(&x);
+        assert_eq!(value, partly_set(&x), "call {call}: the value");
+        assert_close_tol(&g.x, &tape, 1e-12, &format!("call {call}: the tape"));
+        let (value, dot) = partly_set::jvp(&x, &tangent);
+        assert_eq!(value, partly_set(&x), "call {call}: jvp's value");
+        near(dot, expected_dot, 1e-10, &format!("call {call}: jvp"));
+        let hv = partly_set::hvp(&x, &tangent).x;
+        let hv_tape = partly_set_tape::hvp(
+            &x,
+            &partly_set_tape::Grad {
+                x: tangent.x.clone(),
+            },
+        )
+        .x;
+        assert_close_tol(&hv, &hv_tape, 1e-10, &format!("call {call}: hvp"));
+    }
+}
+
 // A local buffer moved into a variable by the last statement of its block
 // (`y = next;`, as a time-stepping loop writes it): the forward pass moves
 // it, keeping the old contents whole where the adjoint reads them, and the

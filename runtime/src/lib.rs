@@ -152,9 +152,9 @@ pub mod __private {
         StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
-        buffer_lanes_into, buffer_part, checkpoint_segment, copy_into, lane_seed, lift_buffer,
-        lifted, machine_value, opaque_values, put_at, recorded_values, repeated, result_ids,
-        seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep, split_dual, unit_seed,
+        buffer_lanes_into, buffer_part, checkpoint_segment, copy_into, done_with, lane_seed,
+        lift_buffer, lifted, machine_value, opaque_values, put_at, recorded_values, repeated,
+        result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep, split_dual, unit_seed,
         with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits,
         ConstantArg, Cotangent, Discard, HeldAs, HeldLanes, HeldResult, HeldSink, HeldValue,
         KeptRange, KeptWhole, Lanes, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive,

@@ -95,7 +95,7 @@ pub(crate) fn decide(function: &Function, plan: &mut Plan, active: &[bool]) -> V
 }
 
 /// True if `body` assigns `var` whole.
-fn assigns(body: &Block, var: VarId) -> bool {
+pub(crate) fn assigns(body: &Block, var: VarId) -> bool {
     let mut found = false;
     body.each_stmt(&mut |stmt| {
         found |= matches!(&stmt.kind, StmtKind::Assign { place: Place::Var(v), .. } if *v == var);
@@ -105,7 +105,7 @@ fn assigns(body: &Block, var: VarId) -> bool {
 
 /// How often `body` names `var` (declared, written, read, its length,
 /// passed on).
-fn mentions(body: &Block, var: VarId) -> usize {
+pub(crate) fn mentions(body: &Block, var: VarId) -> usize {
     let mut count = 0;
     body.each_stmt(&mut |stmt| {
         match &stmt.kind {

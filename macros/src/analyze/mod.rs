@@ -3,8 +3,9 @@
 //! point (a differentiated value is a real; a field used as a real is
 //! differentiated); the fields of user types whose type stays unknown;
 //! positions (which writes can run after a statement); and the reverse plan
-//! (what the adjoint reads and how the forward pass keeps it for it). Each
-//! only reads the IR.
+//! (what the adjoint reads and how the forward pass keeps it for it, and
+//! which new buffers it makes without filling them). Each only reads the
+//! IR.
 
 pub(crate) mod activity;
 pub(crate) mod fields;
@@ -13,6 +14,7 @@ pub(crate) mod loop_saves;
 pub(crate) mod mode;
 pub(crate) mod moves;
 pub(crate) mod narrow;
+pub(crate) mod overwritten;
 pub(crate) mod positions;
 pub(crate) mod reverse;
 pub(crate) mod saves;
@@ -54,6 +56,7 @@ pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Anal
     let (mut plan, reads) = reverse::plan(function, &active, &positions, &types)?;
     plan.saves = saves::decide(function, &plan, &reads, &positions);
     plan.kept_before = loop_saves::decide(function, &mut plan, &active);
+    plan.scratch = overwritten::decide(function, &plan, &positions);
     Ok(Analysis {
         active,
         types,

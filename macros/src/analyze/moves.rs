@@ -8,8 +8,17 @@
 //! Only where the block always reaches that statement (no `break`,
 //! `continue` or `return` in it) and outside `#[checkpoint]` loops (whose
 //! iterations run again in the adjoint, reading their variables).
+//!
+//! And the local buffers nothing moves: named only by element, length or
+//! reference, never as a whole value. The forward pass still has them
+//! where their block ends, and gives their memory to its record for the
+//! next buffer it makes (a time-stepping loop's slopes, dropped at the end
+//! of each step, become the next step's: memory still in the cache, where
+//! the allocator's or the spares' next buffer is not).
 
-use crate::ir::{AssignOp, Block, ExprKind, Function, Origin, Place, StmtKind, VarId, VarKind};
+use crate::ir::{
+    AssignOp, Block, CallArg, ExprKind, Function, Origin, Place, StmtKind, VarId, VarKind,
+};
 
 /// Per variable: a local buffer moved into another by the last statement
 /// of the block declaring it, both useful (differentiated, flowing into the
@@ -73,4 +82,37 @@ fn moved_source(function: &Function, useful: &[bool], block: &Block) -> Option<V
         && made_here
         && !block.has_jump())
     .then_some(source)
+}
+
+/// Per variable: a local `Vec` that no expression names whole (the
+/// forward pass owns it until its block ends).
+pub(crate) fn never_moved(function: &Function) -> Vec<bool> {
+    let mut never = function
+        .vars
+        .iter()
+        .map(|var| var.kind == VarKind::Buffer && !var.array && var.origin == Origin::Local)
+        .collect::<Vec<_>>();
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Match { arms, .. } = &stmt.kind {
+            for arm in arms {
+                arm.vars.iter().for_each(|&var| never[var] = false);
+            }
+        }
+        stmt.each_expr(&mut |expr| {
+            expr.each_subexpr(&mut |e| match &e.kind {
+                ExprKind::Var(var) => never[*var] = false,
+                ExprKind::Opaque { reads, .. } => reads.iter().for_each(|&var| never[var] = false),
+                // (`f(v)`: given by value as written.)
+                ExprKind::Call(call) => {
+                    for arg in &call.args {
+                        if let CallArg::Buffer(buffer) = arg {
+                            never[buffer.var] &= !buffer.by_value;
+                        }
+                    }
+                }
+                _ => {}
+            })
+        });
+    });
+    never
 }

@@ -70,6 +70,10 @@ pub(crate) struct Plan {
     /// Per statement (`for` loops): buffers whose elements the loop
     /// overwrites, kept in one copy before it (`loop_saves.rs`).
     pub kept_before: Vec<Vec<VarId>>,
+    /// Per statement (`let` of a new buffer): every element is set before
+    /// any is read, so the forward pass makes it without filling it
+    /// (`overwritten.rs`).
+    pub scratch: Vec<bool>,
     /// Per statement: an integer `+= k`/`-= k` the adjoint undoes.
     pub inverted: Vec<bool>,
     /// Per statement (`if`): the decision is kept (else evaluated again).
@@ -87,6 +91,9 @@ pub(crate) struct Plan {
     /// of its block (`moves.rs`), where the adjoint makes its adjoint, by
     /// moving, unless the adjoint has its values or keeps its length.
     pub moved: Vec<bool>,
+    /// Per local buffer: nothing moves it (`moves.rs`), so the forward
+    /// pass gives its memory back where its block ends, unless it keeps it.
+    pub never_moved: Vec<bool>,
 }
 
 impl Plan {
@@ -150,6 +157,7 @@ pub(crate) fn plan(
             restored: vec![false; vars],
             saves: vec![false; stmts],
             kept_before: vec![Vec::new(); stmts],
+            scratch: vec![false; stmts],
             inverted: vec![false; stmts],
             push_decision: vec![false; stmts],
             loops: vec![LoopPlan::Reversed; function.loops.len()],
@@ -158,6 +166,7 @@ pub(crate) fn plan(
             codes: vec![false; function.block_count],
             index_needed: vec![false; function.loops.len()],
             moved: Vec::new(),
+            never_moved: super::moves::never_moved(function),
         },
         reads: Vec::new(),
         forced: vec![false; vars],

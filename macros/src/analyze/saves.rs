@@ -282,7 +282,7 @@ fn covered(
 }
 
 /// True if `end` is the length of buffer `var`.
-fn whole_length(
+pub(crate) fn whole_length(
     var: VarId,
     end: &crate::ir::Expr,
     positions: &Positions,

@@ -50,8 +50,8 @@ pub use params::{
 pub use result_use::{ResultUse, Unvalued, Valued};
 pub use reusing::Reusing;
 pub use stack::{
-    checkpoint_segment, with_empty_stack, with_stack, Bits, KeptRange, KeptWhole, NoRecord, Record,
-    Reserved, Stack, StackStats,
+    checkpoint_segment, done_with, with_empty_stack, with_stack, Bits, KeptRange, KeptWhole,
+    NoRecord, Record, Reserved, Stack, StackStats,
 };
 pub(crate) use stack::{
     release_pooled_stacks, with_pooled_stack, DUAL_F32_STACKS, DUAL_F64_STACKS, F32_STACKS,

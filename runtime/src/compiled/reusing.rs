@@ -126,6 +126,14 @@ impl<S: Clone> Record<S> for Reusing<S> {
     fn filled(&mut self, value: S, len: usize) -> Vec<S> {
         self.spares.filled(value, len)
     }
+    #[inline(always)]
+    fn scratch(&mut self, value: S, len: usize) -> Vec<S> {
+        self.spares.scratch(value, len)
+    }
+    #[inline(always)]
+    fn done_with(&mut self, values: Vec<S>) {
+        self.give_back(values);
+    }
 }
 
 #[cfg(all(test, not(feature = "spare-every-buffer")))]

@@ -11,8 +11,11 @@
 //! (ode at n = 10⁴: a third of the gradient's time). The adjoint gives
 //! these buffers back to the stack instead (its adjoints' storage, and the
 //! buffers the forward pass moved onto the stack once it has put them
-//! back), and the stack, pooled per thread, hands them out again: to the
-//! adjoint's next storage, to the next call's forward pass. Short buffers
+//! back), and so does the forward pass with its local buffers that it
+//! does not keep, where their block ends (a step's slopes serve the next
+//! step's, still in the cache); the stack, pooled per thread, hands them
+//! out again: to the adjoint's next storage, to the forward pass's next
+//! buffers and the next call's. Short buffers
 //! are left to the allocator, which reuses them without a fault. (Chunks
 //! of forward mode, which keep nothing, reuse theirs through
 //! [`Reusing`](super::Reusing).)
@@ -36,6 +39,9 @@ pub(crate) struct Spares<S> {
     buffers: Vec<Vec<S>>,
     /// The capacity of `buffers`, in elements.
     room: usize,
+    /// The elements of the long buffers requested since
+    /// [`trim_to_requested`](Self::trim_to_requested).
+    requested: usize,
 }
 
 impl<S> Default for Spares<S> {
@@ -43,6 +49,7 @@ impl<S> Default for Spares<S> {
         Spares {
             buffers: Vec::new(),
             room: 0,
+            requested: 0,
         }
     }
 }
@@ -67,12 +74,39 @@ impl<S: Clone> Spares<S> {
         buffer
     }
 
+    /// A buffer of `len` elements whose values do not matter, because the
+    /// caller writes each before reading it: a spare one keeps the values
+    /// it was given back with, and only elements past them are set to
+    /// `value` (a long buffer that a loop overwrites whole is not zeroed
+    /// first: a sixth of ode's gradient at n = 10⁴ was such fills of
+    /// memory no cache held any more). (Inlined: see
+    /// [`filled`](Self::filled).)
+    #[inline(always)]
+    pub(crate) fn scratch(&mut self, value: S, len: usize) -> Vec<S> {
+        if len < SPARE_FROM_LEN {
+            return super::repeated(value, len);
+        }
+        let mut buffer = self.take(len).unwrap_or_else(|| Vec::with_capacity(len));
+        if buffer.len() >= len {
+            buffer.truncate(len);
+        } else {
+            buffer.resize(len, value);
+        }
+        buffer
+    }
+
     /// An empty buffer with room for `len` elements: a spare one if `len`
     /// is long enough and there is one, else a new one. (Inlined: see
     /// [`filled`](Self::filled).)
     #[inline(always)]
     pub(crate) fn empty(&mut self, len: usize) -> Vec<S> {
-        self.take(len).unwrap_or_else(|| Vec::with_capacity(len))
+        match self.take(len) {
+            Some(mut buffer) => {
+                buffer.clear();
+                buffer
+            }
+            None => Vec::with_capacity(len),
+        }
     }
 
     /// A copy of `elements` in a buffer of its own (a spare one, as
@@ -81,6 +115,7 @@ impl<S: Clone> Spares<S> {
     pub(crate) fn copy_of(&mut self, elements: &[S]) -> Vec<S> {
         match self.take(elements.len()) {
             Some(mut buffer) => {
+                buffer.clear();
                 buffer.extend_from_slice(elements);
                 buffer
             }
@@ -90,7 +125,8 @@ impl<S: Clone> Spares<S> {
 }
 
 impl<S> Spares<S> {
-    /// An empty spare buffer with room for `len` elements, if `len` is long
+    /// A spare buffer with room for `len` elements (holding the values it
+    /// was given back with), if `len` is long
     /// enough: among the last few given back, the one with the least room
     /// that suffices, the last given back of those (most likely still in
     /// the cache). (One without the room would be reallocated, which copies
@@ -102,6 +138,7 @@ impl<S> Spares<S> {
         if len < SPARE_FROM_LEN {
             return None;
         }
+        self.requested += len;
         let first = self.buffers.len().saturating_sub(SEARCHED);
         let (at, _) = self.buffers[first..]
             .iter()
@@ -115,11 +152,11 @@ impl<S> Spares<S> {
         Some(buffer)
     }
 
-    /// Keeps `buffer` for a later one if it is long (emptied), else frees it.
+    /// Keeps `buffer` for a later one if it is long (with its values, for
+    /// [`scratch`](Self::scratch)), else frees it.
     #[inline]
-    pub(crate) fn give_back(&mut self, mut buffer: Vec<S>) {
+    pub(crate) fn give_back(&mut self, buffer: Vec<S>) {
         if buffer.capacity() >= SPARE_FROM_LEN {
-            buffer.clear();
             self.room += buffer.capacity();
             self.buffers.push(buffer);
         }
@@ -137,6 +174,17 @@ impl<S> Spares<S> {
                 .sum::<usize>();
             self.buffers.drain(..older);
         }
+    }
+
+    /// Frees spare buffers, the first given back first, until they hold
+    /// no more than the long buffers requested since the last call (a
+    /// call's passes give back about what they took, but where they give
+    /// back more, its forward pass's locals for instance, the spares would
+    /// otherwise grow with every call, and the memory they hold would be
+    /// new pages to the next requests, which find only the last few).
+    pub(crate) fn trim_to_requested(&mut self) {
+        self.trim(self.requested * core::mem::size_of::<S>());
+        self.requested = 0;
     }
 
     /// The bytes the spare buffers hold.
@@ -181,6 +229,56 @@ mod tests {
         assert_eq!(spares.bytes(), SPARE_FROM_LEN * 8);
         let copy = spares.copy_of(&[3.0; SPARE_FROM_LEN]);
         assert_eq!(copy, vec![3.0; SPARE_FROM_LEN]);
+    }
+
+    #[test]
+    fn a_scratch_buffer_keeps_the_values_of_its_memory() {
+        let mut spares = Spares::<f64>::default();
+        // No spare: `len` copies of the value.
+        assert_eq!(
+            spares.scratch(1.0, SPARE_FROM_LEN),
+            vec![1.0; SPARE_FROM_LEN]
+        );
+        let mut given = vec![2.0; SPARE_FROM_LEN + 2];
+        given.reserve(10);
+        let at = given.as_ptr();
+        spares.give_back(given);
+        // Shorter: the spare's first values, nothing written.
+        let shorter = spares.scratch(0.0, SPARE_FROM_LEN);
+        assert_eq!((shorter.as_ptr(), shorter.len()), (at, SPARE_FROM_LEN));
+        assert!(shorter.iter().all(|&v| v == 2.0));
+        spares.give_back(shorter);
+        // Longer: the values it holds, then the value.
+        let longer = spares.scratch(0.0, SPARE_FROM_LEN + 4);
+        assert_eq!(longer.as_ptr(), at);
+        assert_eq!(&longer[..SPARE_FROM_LEN], &[2.0; SPARE_FROM_LEN][..]);
+        assert_eq!(&longer[SPARE_FROM_LEN..], &[0.0; 4]);
+        // A filled one is filled whatever the spare held.
+        spares.give_back(longer);
+        assert_eq!(
+            spares.filled(3.0, SPARE_FROM_LEN),
+            vec![3.0; SPARE_FROM_LEN]
+        );
+    }
+
+    #[test]
+    fn spares_are_cut_to_what_the_last_call_requested() {
+        let mut spares = Spares::<f64>::default();
+        for _ in 0..3 {
+            spares.give_back(vec![1.0; SPARE_FROM_LEN]);
+        }
+        // One request (served by a spare), one short one (not counted).
+        let taken = spares.scratch(0.0, SPARE_FROM_LEN);
+        let _ = spares.filled(0.0, 3);
+        assert_eq!(spares.bytes(), 2 * SPARE_FROM_LEN * 8);
+        spares.trim_to_requested();
+        assert_eq!(spares.bytes(), SPARE_FROM_LEN * 8);
+        // Given back after the cut: held until the next one, which cuts
+        // to nothing, nothing having been requested.
+        spares.give_back(taken);
+        assert_eq!(spares.bytes(), 2 * SPARE_FROM_LEN * 8);
+        spares.trim_to_requested();
+        assert_eq!(spares.bytes(), 0);
     }
 
     #[test]

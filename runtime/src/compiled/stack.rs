@@ -61,6 +61,25 @@ pub trait Record<S> {
     {
         super::repeated(value, len)
     }
+    /// A new local buffer of `len` elements that the pass overwrites whole
+    /// before it reads any (`let mut v = vec![value; len];` followed by a
+    /// loop setting every `v[i]`): in memory given back, as
+    /// [`filled`](Self::filled), but with the values found there; `value`
+    /// only where there are none.
+    #[inline(always)]
+    fn scratch(&mut self, value: S, len: usize) -> Vec<S>
+    where
+        S: Clone,
+    {
+        self.filled(value, len)
+    }
+    /// A local buffer the forward pass is done with and does not keep (at
+    /// the end of its block): its memory, still in the cache, serves the
+    /// next buffer the pass makes (dropped where nothing keeps memory).
+    #[inline(always)]
+    fn done_with(&mut self, values: Vec<S>) {
+        drop(values);
+    }
 }
 
 /// Pushes into room reserved in advance. Pushing more than was reserved
@@ -240,6 +259,14 @@ impl<S: Scalar> Record<S> for Stack<S> {
         Stack::filled(self, value, len)
     }
     #[inline(always)]
+    fn scratch(&mut self, value: S, len: usize) -> Vec<S> {
+        self.spares.scratch(value, len)
+    }
+    #[inline(always)]
+    fn done_with(&mut self, values: Vec<S>) {
+        self.spares.give_back(values);
+    }
+    #[inline(always)]
     fn buffer(&mut self, values: Vec<S>) {
         self.buffered_room += values.capacity();
         self.buffered_room_peak = self.buffered_room_peak.max(self.buffered_room);
@@ -247,7 +274,7 @@ impl<S: Scalar> Record<S> for Stack<S> {
     }
     #[inline(always)]
     fn swap_out(&mut self, values: &mut Vec<S>) {
-        let fresh = self.filled(S::zero(), values.len());
+        let fresh = self.spares.scratch(S::zero(), values.len());
         Record::buffer(self, core::mem::replace(values, fresh));
     }
     #[inline(always)]
@@ -584,9 +611,19 @@ pub trait KeptWhole<S>: Sized {
     fn keep<R: Record<S>>(self, rec: &mut R);
     /// The buffer of this kind kept last.
     fn pop_kept(stack: &mut Stack<S>) -> Self;
+    /// Gives the memory of a buffer the forward pass is done with and does
+    /// not keep to `rec` (see [`Record::done_with`]; nothing for an array).
+    fn done_with<R: Record<S>>(self, rec: &mut R);
     /// Gives the buffer's memory back to `stack` once the adjoint is done
     /// with it (see [`Stack::give_back`]; nothing for an array).
     fn give_back(&mut self, stack: &mut Stack<S>);
+}
+
+/// Gives the memory of `values`, a local buffer the forward pass is done
+/// with and does not keep, to `rec` ([`KeptWhole::done_with`]).
+#[inline(always)]
+pub fn done_with<S, R: Record<S>, B: KeptWhole<S>>(rec: &mut R, values: B) {
+    values.done_with(rec);
 }
 
 /// From this many elements on, a kept `Vec` is moved, not copied (from one
@@ -621,6 +658,10 @@ impl<S: Scalar> KeptWhole<S> for Vec<S> {
     fn give_back(&mut self, stack: &mut Stack<S>) {
         stack.give_back(core::mem::take(self));
     }
+    #[inline(always)]
+    fn done_with<R: Record<S>>(self, rec: &mut R) {
+        rec.done_with(self);
+    }
 }
 
 impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
@@ -636,6 +677,8 @@ impl<S: Scalar, const N: usize> KeptWhole<S> for [S; N] {
     }
     #[inline(always)]
     fn give_back(&mut self, _: &mut Stack<S>) {}
+    #[inline(always)]
+    fn done_with<R: Record<S>>(self, _: &mut R) {}
 }
 
 /// A buffer whose elements `start..end` a loop is about to overwrite one by
@@ -804,6 +847,7 @@ pub(crate) fn with_pooled_stack<S: Scalar, R>(
         .unwrap_or_default();
     let result = f(&mut stack);
     stack.clear();
+    stack.spares.trim_to_requested();
     stack.trim(KEEP_AT_MOST_BYTES);
     let _ = pool.try_with(|stacks| {
         let mut stacks = stacks.borrow_mut();

@@ -13,7 +13,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
-use super::forward::{count_local, decision_local};
+use super::forward::{count_local, decision_local, Contents};
 use super::promote::Rolled;
 use super::values::Side;
 use super::{names, sink, Passes};
@@ -420,7 +420,9 @@ impl Passes<'_> {
             Establish::Recompute => {
                 let init = init.as_ref().expect("a recomputed `let` has a value");
                 let value = match &init.kind {
-                    ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Adjoint),
+                    ExprKind::NewBuffer(new) => {
+                        self.new_buffer(var, new, Side::Adjoint, Contents::Filled)
+                    }
                     // A copy of a buffer: the source stays (it may be read
                     // again).
                     ExprKind::Var(source) if self.is_buffer(var) => self.buffer_copy(var, *source),

@@ -363,12 +363,28 @@ impl Passes<'_> {
             } else if plan.establish_len[*var] == Establish::Pop {
                 pushes.push(self.push_bits(quote!(#name.len())));
             }
+            if self.gives_back_at_end(*var, init.as_ref()) && !hidden {
+                let rec = self.rec();
+                pushes.push(quote!(::deltad::__private::done_with(#rec, #name);));
+            }
         }
         pushes.push(self.push_reals(&mut reals));
         if plan.codes[block.id] {
             pushes.push(self.push_bits(quote!(#index)));
         }
         quote!(#(#pushes)*)
+    }
+
+    /// True if the block declaring local buffer `var` gives its memory to
+    /// the record when it ends: the forward pass still has it (nothing
+    /// moves it), does not keep it for the adjoint, and can reach the
+    /// record (not in a loop's reserved room, which holds it).
+    fn gives_back_at_end(&self, var: VarId, init: Option<&crate::ir::Expr>) -> bool {
+        let plan = &self.analysis.plan;
+        plan.never_moved[var]
+            && plan.establish[var] != Establish::Pop
+            && !self.in_room.get()
+            && self.kept_whole_type(var, init).is_some()
     }
 
     /// Pushes the values `reals` (and empties it): one real alone, several
@@ -515,7 +531,7 @@ impl Passes<'_> {
             StmtKind::Let {
                 var,
                 init: Some(init),
-            } => self.fwd_let(*var, init),
+            } => self.fwd_let(stmt.id, *var, init),
             StmtKind::Assign {
                 place: Place::Var(var),
                 value,
@@ -779,7 +795,7 @@ impl Passes<'_> {
         }
     }
 
-    fn fwd_let(&self, var: VarId, init: &crate::ir::Expr) -> TokenStream {
+    fn fwd_let(&self, id: StmtId, var: VarId, init: &crate::ir::Expr) -> TokenStream {
         let name = self.name(var);
         let mutable = self.function.vars[var].mutable;
         let mut_token = mutable.then(|| quote!(mut));
@@ -808,7 +824,10 @@ impl Passes<'_> {
                     quote!(#fwd(#rec, #(#args),*))
                 }
             }
-            ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            ExprKind::NewBuffer(new) if self.analysis.plan.scratch[id] => {
+                self.new_buffer(var, new, Side::Forward, Contents::Overwritten)
+            }
+            ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward, Contents::Filled),
             ExprKind::Field { .. } => self.field_value(var, init, Side::Forward),
             // A value whose adjoint runs: its expensive partials kept.
             _ if self.let_keeps(var, init) => {
@@ -876,7 +895,13 @@ impl Passes<'_> {
 
     /// A new local buffer: `vec![..]` with its elements as scalars of the
     /// pass if the buffer is differentiated.
-    pub(crate) fn new_buffer(&self, var: VarId, new: &NewBuffer, side: Side) -> TokenStream {
+    pub(crate) fn new_buffer(
+        &self,
+        var: VarId,
+        new: &NewBuffer,
+        side: Side,
+        contents: Contents,
+    ) -> TokenStream {
         let element = |e: &crate::ir::Expr| {
             if self.active(var) {
                 self.scalar_value(e, side)
@@ -902,7 +927,11 @@ impl Passes<'_> {
                     Side::Forward if self.in_room.get() => None,
                     Side::Forward => {
                         let rec = self.rec();
-                        Some(quote!(::deltad::__private::Record::filled(#rec, #value, #count)))
+                        let make = match contents {
+                            Contents::Filled => quote!(filled),
+                            Contents::Overwritten => quote!(scratch),
+                        };
+                        Some(quote!(::deltad::__private::Record::#make(#rec, #value, #count)))
                     }
                     Side::Adjoint => {
                         let stack = names::stack();
@@ -1170,4 +1199,14 @@ pub(crate) fn count_local(id: LoopId) -> syn::Ident {
 /// The decision of the `if` statement `stmt`.
 pub(crate) fn decision_local(stmt: StmtId) -> syn::Ident {
     format_ident!("__deltad_decision{}", stmt, span = Span::mixed_site())
+}
+
+/// What a new local buffer must hold when it is made.
+#[derive(Clone, Copy)]
+pub(crate) enum Contents {
+    /// The values it is made with (`vec![value; len]`).
+    Filled,
+    /// Any values: each element is set before it is read
+    /// (`analyze/overwritten.rs`).
+    Overwritten,
 }

@@ -141,10 +141,13 @@ impl Uses {
                             [TokenTree::Punct(amp), TokenTree::Ident(m), TokenTree::Punct(star), TokenTree::Ident(r), ..]
                                 if amp.as_char() == '&' && *m == "mut" && star.as_char() == '*' && *r == record
                         );
-                    // (`Record::filled(&mut *rec, ..)`, a new local buffer,
-                    // keeps nothing: without a record it is allocated.)
+                    // (`Record::filled(&mut *rec, ..)` or `scratch`, a new
+                    // local buffer, keeps nothing: without a record it is
+                    // allocated; nor does `done_with(&mut *rec, v)`, memory
+                    // given back, which is then dropped.)
+                    let memory_only = ["filled", "scratch", "done_with"];
                     let fills = gives_record
-                        && matches!(trees[..at].last(), Some(TokenTree::Ident(f)) if *f == "filled");
+                        && matches!(trees[..at].last(), Some(TokenTree::Ident(f)) if memory_only.iter().any(|m| f == m));
                     match gives_record.then(|| callee_path(&trees[..at])).flatten() {
                         Some(path) => {
                             self.callees.push(path);

@@ -19,6 +19,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
+use super::forward::Contents;
 use super::values::Side;
 use super::{names, Passes, Recording};
 use crate::analyze::Establish;
@@ -36,7 +37,7 @@ impl Passes<'_> {
             }
         };
         match &value.kind {
-            ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward),
+            ExprKind::NewBuffer(new) => self.new_buffer(var, new, Side::Forward, Contents::Filled),
             ExprKind::Var(source)
                 if var == self.function.result && self.moves_into_result(*source) =>
             {
