@@ -195,6 +195,9 @@ impl<S> Spares<S> {
     /// Frees spare buffers, the first given back first, until at most
     /// `bytes` are held.
     pub(crate) fn trim(&mut self, bytes: usize) {
+        if self.bytes() <= bytes {
+            return;
+        }
         let mut freed = 0;
         while self.bytes() > bytes && freed < self.buffers.len() {
             self.room -= self.buffers[freed].capacity();

@@ -824,7 +824,11 @@ pub(crate) const KEEP_AT_MOST_BYTES: usize = 1 << 30;
 /// At most this many stacks are kept per thread and scalar type.
 const KEEP_AT_MOST_STACKS: usize = 8;
 
-pub(crate) type StackPool<S> = RefCell<Vec<Stack<S>>>;
+/// A thread's stacks for reuse, boxed: a call takes one and gives it back
+/// by moving a pointer (moving the stack itself, its lanes and spares,
+/// cost a small function's gradient more than its passes: `memmove` was
+/// 38% of a loop of `grad` calls of a three-real function).
+pub(crate) type StackPool<S> = RefCell<Vec<Box<Stack<S>>>>;
 
 thread_local! {
     pub(crate) static F64_STACKS: StackPool<f64> = const { RefCell::new(Vec::new()) };
@@ -840,7 +844,7 @@ pub(crate) fn with_pooled_stack<S: Scalar, R>(
     f: impl FnOnce(&mut Stack<S>) -> R,
 ) -> R {
     // `try_with`: during thread teardown the pool may be gone; then allocate.
-    let mut stack = pool
+    let mut stack: Box<Stack<S>> = pool
         .try_with(|stacks| stacks.borrow_mut().pop())
         .ok()
         .flatten()
