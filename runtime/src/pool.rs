@@ -9,10 +9,13 @@ use core::cell::RefCell;
 use std::thread::LocalKey;
 
 use crate::dual::Dual;
-use crate::tape::{Bindings, Tape};
+use crate::tape::Tape;
 
-/// A tape's buffers and the adjoint array that goes with them.
-pub(crate) type Buffers<S> = (Bindings<S>, Vec<S>);
+/// A tape and the adjoint array that goes with it, boxed: a call takes
+/// them from the pool and gives them back by moving a pointer (moving the
+/// tape's buffers themselves, a few hundred bytes copied several times,
+/// was a third of the gradient of a small function on the tape).
+pub(crate) type Pooled<S> = Box<(Tape<S>, Vec<S>)>;
 
 /// Tapes above this size are freed rather than kept for the next call.
 /// Below it, a thread keeps its tapes (steady-state calls then allocate
@@ -22,7 +25,7 @@ const KEEP_AT_MOST_BYTES: usize = 1 << 30;
 /// At most this many tapes are kept per thread and scalar type.
 const KEEP_AT_MOST_TAPES: usize = 8;
 
-pub(crate) type Pool<S> = RefCell<Vec<Buffers<S>>>;
+pub(crate) type Pool<S> = RefCell<Vec<Pooled<S>>>;
 
 thread_local! {
     pub(crate) static F64_TAPES: Pool<f64> = const { RefCell::new(Vec::new()) };
@@ -38,23 +41,22 @@ pub(crate) fn with_pooled_tape<S, R>(
     f: impl FnOnce(&Tape<S>, &mut Vec<S>) -> R,
 ) -> R {
     // `try_with`: during thread teardown the pool may be gone; then allocate.
-    let (bindings, mut adjoints) = pool
+    let mut pooled: Pooled<S> = pool
         .try_with(|tapes| tapes.borrow_mut().pop())
         .ok()
         .flatten()
         .unwrap_or_default();
-    let tape = Tape::from_bindings(bindings);
-    let result = f(&tape, &mut adjoints);
+    let (tape, adjoints) = &mut *pooled;
+    let result = f(tape, adjoints);
     let stats = tape.stats();
     if stats.bytes_reserved + adjoints.capacity() * core::mem::size_of::<S>() <= KEEP_AT_MOST_BYTES
     {
-        let mut bindings = tape.into_bindings();
-        bindings.clear();
+        tape.clear();
         adjoints.clear();
         let _ = pool.try_with(|tapes| {
             let mut tapes = tapes.borrow_mut();
             if tapes.len() < KEEP_AT_MOST_TAPES {
-                tapes.push((bindings, adjoints));
+                tapes.push(pooled);
             }
         });
     }

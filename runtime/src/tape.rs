@@ -651,10 +651,6 @@ impl<S> Tape<S> {
         }
     }
 
-    pub(crate) fn into_bindings(self) -> Bindings<S> {
-        self.bindings.into_inner()
-    }
-
     /// Shared view of the bindings.
     #[inline(always)]
     fn read(&self) -> &Bindings<S> {
