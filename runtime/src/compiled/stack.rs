@@ -932,6 +932,24 @@ mod tests {
     }
 
     #[test]
+    fn a_pooled_stack_keeps_no_more_spares_than_its_call_requested() {
+        // Each call takes one long buffer and gives back two (as a forward
+        // pass giving back its locals does): without the cut the spares
+        // would grow by one buffer per call.
+        let long = 4 * super::super::spares::SPARE_FROM_LEN;
+        let spare_bytes =
+            || F64_STACKS.with(|stacks| stacks.borrow().last().map(|stack| stack.spares.bytes()));
+        for _ in 0..5 {
+            with_pooled_stack(&F64_STACKS, |stack| {
+                let taken = stack.filled(0.0, long);
+                stack.give_back(taken);
+                stack.give_back(vec![1.0; long]);
+            });
+        }
+        assert_eq!(spare_bytes(), Some(long * 8));
+    }
+
+    #[test]
     fn values_come_back_in_reverse_order_with_their_types() {
         let mut stack = Stack::<f64>::new();
         stack.real(1.5);
