@@ -16,7 +16,7 @@
 use crate::analyze::loop_saves::{assigns, mentions};
 use crate::analyze::positions::Positions;
 use crate::analyze::reverse::Plan;
-use crate::analyze::saves::whole_length;
+use crate::analyze::saves::{declarations, whole_length};
 use crate::ir::{
     AssignOp, Block, Expr, ExprKind, Function, NewBuffer, Place, Stmt, StmtKind, VarId, VarKind,
 };
@@ -25,17 +25,11 @@ use crate::ir::{
 /// before any is read.
 pub(crate) fn decide(function: &Function, plan: &Plan, positions: &Positions) -> Vec<bool> {
     let mut scratch = vec![false; function.stmt_count];
-    let mut declarations = vec![None; function.vars.len()];
-    function.body.each_stmt(&mut |stmt| {
-        if let StmtKind::Let { var, init } = &stmt.kind {
-            declarations[*var] = init.as_ref();
-        }
-    });
     let checker = Checker {
         function,
         plan,
         positions,
-        declarations,
+        declarations: declarations(function),
     };
     let mut blocks = vec![&function.body];
     function
@@ -81,15 +75,8 @@ impl Checker<'_> {
                 return false;
             }
             match &stmt.kind {
-                StmtKind::Assign { .. } if self.plain_write(stmt, var) => {
-                    let StmtKind::Assign {
-                        place: Place::Elem(_, at),
-                        ..
-                    } = &stmt.kind
-                    else {
-                        return false;
-                    };
-                    if literal(at) != Some(set) {
+                StmtKind::Assign { .. } => {
+                    if self.plain_write(stmt, var).and_then(literal) != Some(set) {
                         return false;
                     }
                     set += 1;
@@ -120,15 +107,9 @@ impl Checker<'_> {
     /// sets `var[index]` (keeping nothing).
     fn sets_each(&self, body: &Block, var: VarId, index: VarId) -> bool {
         for stmt in &body.stmts {
-            if let StmtKind::Assign {
-                place: Place::Elem(_, at),
-                ..
-            } = &stmt.kind
-            {
-                if self.plain_write(stmt, var) && matches!(at.kind, ExprKind::Var(v) if v == index)
-                {
-                    return true;
-                }
+            let at = self.plain_write(stmt, var);
+            if at.is_some_and(|at| matches!(at.kind, ExprKind::Var(v) if v == index)) {
+                return true;
             }
             if self.plan.exits[stmt.id] {
                 return false;
@@ -137,9 +118,9 @@ impl Checker<'_> {
         false
     }
 
-    /// True if `stmt` is `var[..] = value`, where neither the index nor the
-    /// value names `var`, and the write keeps nothing.
-    fn plain_write(&self, stmt: &Stmt, var: VarId) -> bool {
+    /// The index `at` if `stmt` is `var[at] = value`, where neither the
+    /// index nor the value names `var`, and the write keeps nothing.
+    fn plain_write<'s>(&self, stmt: &'s Stmt, var: VarId) -> Option<&'s Expr> {
         let StmtKind::Assign {
             place: Place::Elem(buffer, at),
             op: AssignOp::Set,
@@ -147,9 +128,11 @@ impl Checker<'_> {
             ..
         } = &stmt.kind
         else {
-            return false;
+            return None;
         };
-        *buffer == var && !self.plan.saves[stmt.id] && !names(at, var) && !names(value, var)
+        let plain =
+            *buffer == var && !self.plan.saves[stmt.id] && !names(at, var) && !names(value, var);
+        plain.then_some(&**at)
     }
 }
 

@@ -38,14 +38,14 @@ pub(crate) fn decide(
         reads_at[at].push(var);
     }
     let mut elidable: Vec<bool> = plan.restored.clone();
-    let mut declarations = vec![None; function.vars.len()];
-    function.body.each_stmt(&mut |stmt| match &stmt.kind {
-        StmtKind::Assign { place, .. } if plan.inverted[stmt.id] => {
-            elidable[place.var()] = false;
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Assign { place, .. } = &stmt.kind {
+            if plan.inverted[stmt.id] {
+                elidable[place.var()] = false;
+            }
         }
-        StmtKind::Let { var, init } => declarations[*var] = init.as_ref(),
-        _ => {}
     });
+    let declarations = declarations(function);
     let mut covers = vec![Vec::new(); function.stmt_count];
     function.body.each_stmt(&mut |stmt| {
         covers[stmt.id] = covered(stmt, function, plan, positions, &declarations);
@@ -279,6 +279,17 @@ fn covered(
         }
     }
     covered
+}
+
+/// Per variable: the value of its `let`, if it has one.
+pub(crate) fn declarations(function: &Function) -> Vec<Option<&crate::ir::Expr>> {
+    let mut declarations = vec![None; function.vars.len()];
+    function.body.each_stmt(&mut |stmt| {
+        if let StmtKind::Let { var, init } = &stmt.kind {
+            declarations[*var] = init.as_ref();
+        }
+    });
+    declarations
 }
 
 /// True if `end` is the length of buffer `var`.
