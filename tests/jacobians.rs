@@ -329,6 +329,80 @@ fn many_tangents_in_chunks_equal_one_jvp_each() {
     }
 }
 
+/// Every kind of parameter at once: chunked passes read each tangent's
+/// fields where the tangent holds them (a real, a slice, an array; a
+/// struct's reals copied out).
+#[differentiate(compiled)]
+fn every_kind(s: f64, v: &[f64], a: [f64; 3], p: &Pair) -> Vec<f64> {
+    let mut out = vec![0.0; v.len()];
+    for i in 0..v.len() {
+        out[i] = v[i] * s + a[i % 3] * p.a - (v[i] * p.b).sin();
+    }
+    out
+}
+
+/// Its sum of squares: a real for `hvps`.
+#[differentiate(compiled)]
+fn every_kind_energy(s: f64, v: &[f64], a: [f64; 3], p: &Pair) -> f64 {
+    let r = every_kind(s, v, a, p);
+    let mut e = 0.0;
+    for i in 0..r.len() {
+        e += r[i] * r[i];
+    }
+    e
+}
+
+#[test]
+fn chunked_passes_read_tangents_of_every_parameter_kind() {
+    let v = points(7);
+    let (s, a, p) = (0.8, [0.3, -1.2, 2.0], Pair { a: 0.7, b: -0.3 });
+    let direction = |k: usize, j: usize| ((k * 5 + j * 3) % 7) as f64 - 3.0;
+    // 11 tangents: a full chunk of 8, then a half chunk.
+    let tangents: Vec<every_kind::Grad> = (0..11)
+        .map(|k| every_kind::Grad {
+            s: direction(k, 0),
+            v: (0..7).map(|j| direction(k, j + 1)).collect(),
+            a: [direction(k, 8), direction(k, 9), direction(k, 10)],
+            p: Pair {
+                a: direction(k, 11),
+                b: direction(k, 12),
+            },
+        })
+        .collect();
+    let (value, many) = every_kind::jvps(s, &v, a, &p, &tangents);
+    assert_eq!(value, every_kind(s, &v, a, &p));
+    let one: Vec<Vec<f64>> = tangents
+        .iter()
+        .map(|t| every_kind::jvp(s, &v, a, &p, t).1)
+        .collect();
+    assert_same("jvps", &many, &one);
+    let vs: Vec<every_kind_energy::Grad> = tangents
+        .iter()
+        .map(|t| every_kind_energy::Grad {
+            s: t.s,
+            v: t.v.clone(),
+            a: t.a,
+            p: t.p,
+        })
+        .collect();
+    let flat = |g: &every_kind_energy::Grad| {
+        let mut flat = vec![g.s];
+        flat.extend(&g.v);
+        flat.extend(g.a);
+        flat.extend([g.p.a, g.p.b]);
+        flat
+    };
+    let many: Vec<Vec<f64>> = every_kind_energy::hvps(s, &v, a, &p, &vs)
+        .iter()
+        .map(flat)
+        .collect();
+    let one: Vec<Vec<f64>> = vs
+        .iter()
+        .map(|t| flat(&every_kind_energy::hvp(s, &v, a, &p, t)))
+        .collect();
+    assert_same("hvps", &many, &one);
+}
+
 /// `jvps_into` writes what `jvps` returns into the caller's `Vec`: in the
 /// memory of the `Vec` results already there (called again, no new
 /// results), grown or cut to the tangents' count; for `Vec`, array, real and

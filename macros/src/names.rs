@@ -107,6 +107,9 @@ pub(crate) mod items {
     ];
     /// Flattens a `Grad` into its reals (tangents, custom derivative rows).
     pub const FLATTEN_FN: &str = "__deltad_flatten";
+    /// A `Grad`'s reals in pieces, borrowed where they are flat (tangents
+    /// of a chunked forward pass).
+    pub const PIECES_FN: &str = "__deltad_pieces";
     pub const RECORD_FN: &str = "__deltad_record";
     /// The prefix of the hidden methods through which differentiated code
     /// calls differentiated methods.

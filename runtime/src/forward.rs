@@ -1,6 +1,8 @@
 //! The pieces of the generated forward-mode and second-order functions:
 //! where input tangents come from, and reading values and tangents back.
 
+use std::borrow::Cow;
+
 use crate::differentiable::Differentiable;
 use crate::dual::Dual;
 use crate::dual_vec::DualVec;
@@ -171,19 +173,30 @@ pub const HALF_CHUNK: usize = CHUNK / 2;
 pub const QUARTER_CHUNK: usize = CHUNK / 4;
 
 /// Tangents for a forward pass on [`DualVec`]: `N` directions at once.
-pub struct ChunkSeeds<'a, P, const N: usize> {
+pub struct ChunkSeeds<'a, P: Clone, const N: usize> {
     directions: Directions<'a, P>,
     /// The first direction of the chunk.
     start: usize,
     /// The next input real.
     next: usize,
+    /// Per given direction, where it was last read.
+    cursors: [Cursor; N],
 }
 
-enum Directions<'a, P> {
+enum Directions<'a, P: Clone> {
     /// The unit vectors: direction `d` is input real `d`.
     Unit,
-    /// Flat directions, each one tangent per input real.
-    Given(&'a [Vec<P>]),
+    /// Directions each in pieces (see [`ChunkSeeds::given`]).
+    Given(&'a [Vec<Cow<'a, [P]>>]),
+}
+
+/// A piece of a given direction and the input real its first real is the
+/// tangent of: input reals are seeded in order, so a direction's pieces are
+/// walked once.
+#[derive(Clone, Copy, Default)]
+struct Cursor {
+    piece: usize,
+    first: usize,
 }
 
 impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
@@ -194,18 +207,43 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
             directions: Directions::Unit,
             start,
             next: 0,
+            cursors: [Cursor::default(); N],
         }
     }
 
-    /// The directions of one chunk, `chunk` (at most `N`, each flat: one
-    /// tangent per input real; zero past the last), the first of which is
-    /// direction `first` of the caller's (for messages).
-    pub fn given(chunk: &'a [Vec<P>], first: usize) -> Self {
+    /// The directions of one chunk, `chunk` (at most `N`; zero past the
+    /// last), the first of which is direction `first` of the caller's (for
+    /// messages). Each direction is given in pieces, one tangent per input
+    /// real when put end to end (a `Grad`'s fields, read where the caller
+    /// holds them: [`direction_pieces`]).
+    pub fn given(chunk: &'a [Vec<Cow<'a, [P]>>], first: usize) -> Self {
         ChunkSeeds {
             directions: Directions::Given(chunk),
             start: first,
             next: 0,
+            cursors: [Cursor::default(); N],
         }
+    }
+
+    /// The piece of direction `k` of `chunk` holding the tangent of input
+    /// `input` (not before the last one asked for), and where in it.
+    #[inline]
+    fn locate(
+        &mut self,
+        chunk: &'a [Vec<Cow<'a, [P]>>],
+        k: usize,
+        input: usize,
+    ) -> Option<(&'a [P], usize)> {
+        let pieces = &chunk[k];
+        let cursor = &mut self.cursors[k];
+        while let Some(piece) = pieces.get(cursor.piece) {
+            if input < cursor.first + piece.len() {
+                return Some((piece, input - cursor.first));
+            }
+            cursor.first += piece.len();
+            cursor.piece += 1;
+        }
+        None
     }
 
     /// The tangents of the next input real.
@@ -221,20 +259,24 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
                     P::ZERO
                 }
             }),
-            Directions::Given(chunk) => core::array::from_fn(|k| {
-                chunk.get(k).map_or(P::ZERO, |direction| {
-                    *direction
-                        .get(input)
-                        .unwrap_or_else(|| self.too_short(k, direction.len()))
-                })
-            }),
+            Directions::Given(chunk) => {
+                let mut tangents = [P::ZERO; N];
+                for (k, tangent) in tangents.iter_mut().enumerate().take(chunk.len()) {
+                    match self.locate(chunk, k, input) {
+                        Some((piece, at)) => *tangent = piece[at],
+                        None => self.too_short(k, chunk),
+                    }
+                }
+                tangents
+            }
         }
     }
 
-    /// Panics: direction `k` of the chunk has only `len` reals.
+    /// Panics: direction `k` of `chunk` has too few reals.
     #[cold]
     #[inline(never)]
-    fn too_short(&self, k: usize, len: usize) -> ! {
+    fn too_short(&self, k: usize, chunk: &[Vec<Cow<'_, [P]>>]) -> ! {
+        let len: usize = chunk[k].iter().map(|piece| piece.len()).sum();
         panic!(
             "deltad: tangent {} has fewer reals ({len}) than the differentiated inputs",
             self.start + k
@@ -242,21 +284,21 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
     }
 }
 
-/// Tangents `start..start + lanes` of `tangents`, flattened by `flatten`
-/// into `chunk` (whose buffers are reused from chunk to chunk): one chunk's
-/// directions for [`ChunkSeeds::given`], made when its pass runs, so that
-/// the flat copies of all the tangents are never held at once.
-pub fn flatten_chunk<P, T>(
-    tangents: &[T],
+/// The pieces of tangents `start..start + lanes` of `tangents`, by `pieces`
+/// (a `Grad`'s fields in input leaf order, borrowed where they are flat)
+/// into `chunk` (whose lists are reused from chunk to chunk): one chunk's
+/// directions for [`ChunkSeeds::given`], made when its pass runs.
+pub fn direction_pieces<'a, P: Clone, T>(
+    tangents: &'a [T],
     start: usize,
     lanes: usize,
-    chunk: &mut Vec<Vec<P>>,
-    flatten: impl Fn(&T, &mut Vec<P>),
+    chunk: &mut Vec<Vec<Cow<'a, [P]>>>,
+    pieces: impl Fn(&'a T, &mut Vec<Cow<'a, [P]>>),
 ) {
     chunk.resize_with(lanes, Vec::new);
-    for (flat, tangent) in chunk.iter_mut().zip(&tangents[start..start + lanes]) {
-        flat.clear();
-        flatten(tangent, flat);
+    for (direction, tangent) in chunk.iter_mut().zip(&tangents[start..start + lanes]) {
+        direction.clear();
+        pieces(tangent, direction);
     }
 }
 
@@ -276,28 +318,37 @@ impl<P: Primitive, const N: usize> TangentSeeds<P> for ChunkSeeds<'_, P, N> {
             return;
         };
         let inputs = self.next..self.next + values.len();
-        // A direction too short for these inputs: the one input by input
-        // seeding names, the first lacking the first input one lacks.
-        let shortest = chunk.iter().map(Vec::len).min().unwrap_or(usize::MAX);
-        if shortest < inputs.end {
-            let first_lacking = shortest.max(inputs.start);
-            let k = chunk
-                .iter()
-                .position(|direction| direction.len() <= first_lacking)
-                .unwrap_or_default();
-            self.too_short(k, chunk[k].len());
+        let mut lanes: [&[P]; N] = [&[]; N];
+        for (k, lane) in lanes.iter_mut().enumerate().take(chunk.len()) {
+            match self.locate(chunk, k, inputs.start) {
+                Some((piece, at)) if at + values.len() <= piece.len() => {
+                    *lane = &piece[at..at + values.len()];
+                }
+                // Inputs over more than one piece, or past the direction's
+                // end: input by input (which names the direction too short).
+                _ => {
+                    seed_each(self, values, out);
+                    return;
+                }
+            }
         }
-        let lanes: [&[P]; N] = core::array::from_fn(|k| {
-            chunk
-                .get(k)
-                .map_or(&[][..], |direction| &direction[inputs.clone()])
-        });
-        out.extend(values.iter().enumerate().map(|(i, &value)| {
-            DualVec::new(
-                value,
-                core::array::from_fn(|k| lanes[k].get(i).copied().unwrap_or(P::ZERO)),
-            )
-        }));
+        if chunk.len() >= N {
+            // Every lane given, each exactly as long as the values.
+            let lanes = lanes.map(|lane| &lane[..values.len()]);
+            out.extend(
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &value)| DualVec::new(value, core::array::from_fn(|k| lanes[k][i]))),
+            );
+        } else {
+            out.extend(values.iter().enumerate().map(|(i, &value)| {
+                DualVec::new(
+                    value,
+                    core::array::from_fn(|k| lanes[k].get(i).copied().unwrap_or(P::ZERO)),
+                )
+            }));
+        }
         self.next = inputs.end;
     }
 }

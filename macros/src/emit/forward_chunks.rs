@@ -279,7 +279,7 @@ impl Generator<'_> {
 
     fn compiled_jvps_body(&self, tangents: &Ident, out: &Ident) -> TokenStream {
         let prim = &self.prim;
-        let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
+        let pieces = Ident::new(items::PIECES_FN, Span::call_site());
         let result = Ident::new("__deltad_result", Span::mixed_site());
         let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
         let chunk = self.by_width(&lanes, |width| {
@@ -330,8 +330,9 @@ impl Generator<'_> {
         });
         let records = self.reusing_records();
         quote! {
-            // The flat tangents of the chunk being evaluated.
-            let mut __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = ::std::vec::Vec::new();
+            // The tangents of the chunk being evaluated, in pieces.
+            let mut __deltad_directions: ::std::vec::Vec<::std::vec::Vec<::deltad::__private::Cow<'_, [#prim]>>> =
+                ::std::vec::Vec::new();
             #records
             let __deltad_value = ::deltad::__private::chunked_passes(
                 #tangents.len(),
@@ -341,9 +342,9 @@ impl Generator<'_> {
                         ::deltad::__private::CHUNK,
                         #tangents.len().saturating_sub(__deltad_start),
                     );
-                    ::deltad::__private::flatten_chunk(
+                    ::deltad::__private::direction_pieces(
                         #tangents, __deltad_start, #lanes, &mut __deltad_directions,
-                        |__deltad_t, __deltad_flat| #flatten(__deltad_t, __deltad_flat),
+                        |__deltad_t, __deltad_out| #pieces(__deltad_t, __deltad_out),
                     );
                     #chunk
                 },

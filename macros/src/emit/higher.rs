@@ -33,12 +33,14 @@ impl Generator<'_> {
             quote!(#second #sparse)
         });
         let flatten = self.flatten_grad();
+        let pieces = self.grad_pieces();
         quote! {
             #jvp
             #chunks
             #sparse
             #second
             #flatten
+            #pieces
         }
     }
 
@@ -91,6 +93,50 @@ impl Generator<'_> {
             pub fn #flatten<#(#params,)* #element_param>(
                 grad: &#grad<#(#consts,)* #element>,
                 out: &mut ::std::vec::Vec<#element>,
+            ) #where_clause {
+                #(#pushes)*
+            }
+        }
+    }
+
+    /// `__deltad_pieces(grad, out)`: a `Grad` of machine floats as pieces
+    /// that, put end to end, are its reals in input leaf order: its flat
+    /// fields borrowed where they are, the reals of a user type's field
+    /// copied out (the directions of chunked forward passes, which must not
+    /// copy long tangents).
+    fn grad_pieces(&self) -> TokenStream {
+        let prim = &self.prim;
+        let pieces = Ident::new(items::PIECES_FN, Span::call_site());
+        let pushes = self.signature.params.iter().filter_map(|param| {
+            let name = &param.name;
+            Some(match &param.kind {
+                ParamKind::Real => quote! {
+                    out.push(::deltad::__private::Cow::Borrowed(::core::slice::from_ref(&grad.#name)));
+                },
+                ParamKind::Structured { value, .. } | ParamKind::InOut { value, .. } => {
+                    let d = quote!(<#value as ::deltad::__private::Differentiable<#prim>>);
+                    quote! {
+                        let mut __deltad_flat = ::std::vec::Vec::new();
+                        #d::flatten_twin(&#d::to_twin(&grad.#name), &mut __deltad_flat);
+                        out.push(::deltad::__private::Cow::Owned(__deltad_flat));
+                    }
+                }
+                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => {
+                    return None
+                }
+                _ => quote!(out.push(::deltad::__private::Cow::Borrowed(&grad.#name[..]));),
+            })
+        });
+        let params = &self.signature.generics;
+        let grad = Ident::new(items::GRAD, Span::call_site());
+        let consts = self.const_names();
+        let where_clause = &self.signature.where_clause;
+        quote! {
+            #[doc(hidden)]
+            #[inline]
+            pub fn #pieces<'__deltad_g, #(#params,)*>(
+                grad: &'__deltad_g #grad<#(#consts,)* #prim>,
+                out: &mut ::std::vec::Vec<::deltad::__private::Cow<'__deltad_g, [#prim]>>,
             ) #where_clause {
                 #(#pushes)*
             }
@@ -342,15 +388,34 @@ impl Generator<'_> {
                 __deltad_directions[__deltad_start].clone()
             )),
         );
+        // The directions: compiled, in pieces read where `vs` holds them;
+        // on the tape, flat.
+        let directions = if compiled {
+            let pieces = name_of(items::PIECES_FN);
+            quote! {
+                let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<::deltad::__private::Cow<'_, [#prim]>>> = #vs
+                    .iter()
+                    .map(|__deltad_v| {
+                        let mut __deltad_out = ::std::vec::Vec::new();
+                        #pieces(__deltad_v, &mut __deltad_out);
+                        __deltad_out
+                    })
+                    .collect();
+            }
+        } else {
+            quote! {
+                let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #vs
+                    .iter()
+                    .map(|__deltad_v| {
+                        let mut __deltad_flat = ::std::vec::Vec::new();
+                        #flatten(__deltad_v, &mut __deltad_flat);
+                        __deltad_flat
+                    })
+                    .collect();
+            }
+        };
         let hvps_body = body(quote! {
-            let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<#prim>> = #vs
-                .iter()
-                .map(|__deltad_v| {
-                    let mut __deltad_flat = ::std::vec::Vec::new();
-                    #flatten(__deltad_v, &mut __deltad_flat);
-                    __deltad_flat
-                })
-                .collect();
+            #directions
             #hvps.collect()
         });
         let hessian_body = body(quote!(#rows.collect()));
