@@ -2408,6 +2408,85 @@ fn new_buffers_set_whole_need_no_fill_and_others_keep_theirs() {
     }
 }
 
+// Buffers of rows (`C` reals per row, `C` a literal) set row by row by
+// two nested loops, made the same way without their fill (`r`, and `u`
+// with its index and length written the other way round), beside ones
+// that must keep it: a column the inner loop leaves (`q`), writes under a
+// condition (`w`). (Checked as above: with every row buffer made without
+// its fill, the value and the gradient differ.)
+macro_rules! rows_set {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(x: &[f64]) -> f64 {
+            let m = x.len() / 3;
+            let mut r = vec![0.0; 3 * m];
+            for i in 0..m {
+                let s = x[3 * i].sin();
+                for j in 0..3 {
+                    r[3 * i + j] = s * x[3 * i + j];
+                }
+            }
+            let mut u = vec![0.0; m * 4];
+            for i in 0..m {
+                for j in 0..4 {
+                    u[j + i * 4] = r[3 * i + j % 3] * x[(i + j) % x.len()];
+                }
+            }
+            let mut q = vec![0.5; 3 * m];
+            for i in 0..m {
+                for j in 0..2 {
+                    q[3 * i + j] = r[3 * i + j].cos();
+                }
+            }
+            let mut w = vec![0.25; 3 * m];
+            for i in 0..m {
+                for j in 0..3 {
+                    if x[3 * i + j] > 0.0 {
+                        w[3 * i + j] = q[3 * i + j] * x[3 * i + j];
+                    }
+                }
+            }
+            let mut s = 0.0;
+            for i in 0..3 * m {
+                s += r[i] * q[i] + w[i] * w[i];
+            }
+            for i in 0..4 * m {
+                s += 0.5 * u[i];
+            }
+            s
+        }
+    };
+}
+rows_set!(rows_set, compiled);
+rows_set!(rows_set_tape, tape);
+
+#[test]
+fn buffers_of_rows_set_whole_need_no_fill_and_others_keep_theirs() {
+    let mut rng = Rng::new(13);
+    let x = rng.vec(300, -1.0, 1.0);
+    let tape = rows_set_tape::grad(&x).x;
+    let fd = finite_difference(rows_set_tape, &x);
+    assert_close(&tape, &fd, "the tape, finite differences");
+    let tangents: Vec<rows_set::Grad> = (0..3)
+        .map(|_| rows_set::Grad {
+            x: rng.vec(300, -1.0, 1.0),
+        })
+        .collect();
+    for call in 0..3 {
+        // Spare buffers of other values, for the calls below.
+        let _ = long_steps::grad(&rng.vec(300, 2.0, 3.0), 3, 10.0);
+        let (value, g) = rows_set::value_and_grad(&x);
+        assert_eq!(value, rows_set(&x), "call {call}: the value");
+        assert_close_tol(&g.x, &tape, 1e-12, &format!("call {call}: the tape"));
+        let (value, dots) = rows_set::jvps(&x, &tangents);
+        assert_eq!(value, rows_set(&x), "call {call}: jvps's value");
+        for (k, (dot, tangent)) in dots.iter().zip(&tangents).enumerate() {
+            let expected: f64 = tape.iter().zip(&tangent.x).map(|(g, t)| g * t).sum();
+            near(*dot, expected, 1e-10, &format!("call {call}: jvps {k}"));
+        }
+    }
+}
+
 // A local buffer moved into a variable by the last statement of its block
 // (`y = next;`, as a time-stepping loop writes it): the forward pass moves
 // it, keeping the old contents whole where the adjoint reads them, and the

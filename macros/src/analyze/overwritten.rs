@@ -3,8 +3,10 @@
 //! `let mut v = vec![0.0; n];` followed at once by writes that set every
 //! element before anything else names `v` — `v[0] = ..`, `v[1] = ..` at the
 //! literal indices from 0 up, then a loop `for i in k..n` over the rest of
-//! its length whose body sets `v[i]` and names `v` nowhere else — never
-//! reads the values it was made with. The forward pass then makes it in
+//! its length whose body sets `v[i]` and names `v` nowhere else, or a
+//! buffer of rows, `vec![0.0; C * n]` (`C` a literal), set by
+//! `for i in 0..n { for j in 0..C { v[C * i + j] = .. } }` — never reads
+//! the values it was made with. The forward pass then makes it in
 //! spare memory as that memory is (`Record::scratch`), without filling it
 //! first: a time-stepping loop over long buffers (ode's stages and slopes)
 //! spent a sixth of its gradient on such fills.
@@ -16,9 +18,10 @@
 use crate::analyze::loop_saves::{assigns, mentions};
 use crate::analyze::positions::Positions;
 use crate::analyze::reverse::Plan;
-use crate::analyze::saves::{declarations, whole_length};
+use crate::analyze::saves::{declarations, same_value, whole_length};
 use crate::ir::{
-    AssignOp, Block, Expr, ExprKind, Function, NewBuffer, Place, Stmt, StmtKind, VarId, VarKind,
+    ArithOp, AssignOp, Block, Expr, ExprKind, Function, NewBuffer, Place, Stmt, StmtKind, VarId,
+    VarKind,
 };
 
 /// Per statement: a `let` of a new buffer whose elements are all set
@@ -87,15 +90,12 @@ impl Checker<'_> {
                     body,
                     ..
                 } => {
+                    let every = |at: &Expr| matches!(at.kind, ExprKind::Var(v) if v == *index);
                     return literal(&range.start) == Some(set)
-                        && !self.plan.kept_before[stmt.id].contains(&var)
-                        && !range.inclusive
-                        && !range.reversed
-                        && whole_length(var, &range.end, self.positions, &self.declarations)
-                        && !body.has_jump()
-                        && !assigns(body, *index)
-                        && mentions(body, var) == 1
-                        && self.sets_each(body, var, *index);
+                        && self.loop_sets_once(stmt, var)
+                        && (whole_length(var, &range.end, self.positions, &self.declarations)
+                            && self.sets_each(body, var, every)
+                            || set == 0 && self.sets_rows(body, var, *index, &range.end));
                 }
                 _ => return false,
             }
@@ -103,12 +103,70 @@ impl Checker<'_> {
         false
     }
 
-    /// True if a statement of `body` itself, before any that may leave it,
-    /// sets `var[index]` (keeping nothing).
-    fn sets_each(&self, body: &Block, var: VarId, index: VarId) -> bool {
+    /// True if `stmt` is a loop `for i in ..` (forwards, over a half-open
+    /// range, with no jump) whose body names `var` once and leaves `i` and
+    /// `var`'s old values alone.
+    fn loop_sets_once(&self, stmt: &Stmt, var: VarId) -> bool {
+        let StmtKind::For {
+            var: Some(index),
+            range,
+            body,
+            ..
+        } = &stmt.kind
+        else {
+            return false;
+        };
+        !self.plan.kept_before[stmt.id].contains(&var)
+            && !range.inclusive
+            && !range.reversed
+            && !body.has_jump()
+            && !assigns(body, *index)
+            && mentions(body, var) == 1
+    }
+
+    /// True if `var` is made `rows * C` long (`C` a literal, `rows` the
+    /// same value as `rows_end`) and a statement of `body` itself, before
+    /// any that may leave it, is `for j in 0..C` setting `var[C * row + j]`
+    /// (so the loop over `row in 0..rows` sets every element).
+    fn sets_rows(&self, body: &Block, var: VarId, row: VarId, rows_end: &Expr) -> bool {
+        let Some(ExprKind::NewBuffer(NewBuffer::Repeat { len, .. })) =
+            self.declarations[var].map(|init| &init.kind)
+        else {
+            return false;
+        };
+        let Some(width) = row_count(len, rows_end, self.positions) else {
+            return false;
+        };
         for stmt in &body.stmts {
-            let at = self.plain_write(stmt, var);
-            if at.is_some_and(|at| matches!(at.kind, ExprKind::Var(v) if v == index)) {
+            if let StmtKind::For {
+                var: Some(column),
+                range,
+                body: inner,
+                ..
+            } = &stmt.kind
+            {
+                if literal(&range.start) == Some(0)
+                    && literal(&range.end) == Some(width)
+                    && *column != row
+                    && self.loop_sets_once(stmt, var)
+                    && !assigns(inner, row)
+                    && self.sets_each(inner, var, |at| row_major(at, row, *column) == Some(width))
+                {
+                    return true;
+                }
+            }
+            if self.plan.exits[stmt.id] {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// True if a statement of `body` itself, before any that may leave it,
+    /// sets `var[at]` with `every(at)` (keeping nothing).
+    fn sets_each(&self, body: &Block, var: VarId, every: impl Fn(&Expr) -> bool) -> bool {
+        for stmt in &body.stmts {
+            if self.plain_write(stmt, var).is_some_and(&every) {
                 return true;
             }
             if self.plan.exits[stmt.id] {
@@ -134,6 +192,35 @@ impl Checker<'_> {
             *buffer == var && !self.plan.saves[stmt.id] && !names(at, var) && !names(value, var);
         plain.then_some(&**at)
     }
+}
+
+/// `C` if `len` is `C * rows` or `rows * C`, `C` an integer literal and
+/// `rows` the same value as `rows_end`.
+fn row_count(len: &Expr, rows_end: &Expr, positions: &Positions) -> Option<usize> {
+    let ExprKind::Arith(ArithOp::Mul, a, b) = &len.kind else {
+        return None;
+    };
+    [(a, b), (b, a)]
+        .into_iter()
+        .find_map(|(width, rows)| literal(width).filter(|_| same_value(rows, rows_end, positions)))
+}
+
+/// `C` if `at` is `C * row + column` (the factors and terms in either
+/// order), `C` an integer literal.
+fn row_major(at: &Expr, row: VarId, column: VarId) -> Option<usize> {
+    let is = |e: &Expr, var: VarId| matches!(e.kind, ExprKind::Var(v) if v == var);
+    let ExprKind::Arith(ArithOp::Add, a, b) = &at.kind else {
+        return None;
+    };
+    let (scaled, _) = [(a, b), (b, a)]
+        .into_iter()
+        .find(|(_, last)| is(last, column))?;
+    let ExprKind::Arith(ArithOp::Mul, x, y) = &scaled.kind else {
+        return None;
+    };
+    [(x, y), (y, x)]
+        .into_iter()
+        .find_map(|(width, r)| literal(width).filter(|_| is(r, row)))
 }
 
 /// The value of an integer literal.

@@ -316,7 +316,7 @@ pub(crate) fn whole_length(
 
 /// True if `a` and `b` are the same expression of variables never assigned
 /// (so they have the same value wherever both are evaluated).
-fn same_value(a: &crate::ir::Expr, b: &crate::ir::Expr, positions: &Positions) -> bool {
+pub(crate) fn same_value(a: &crate::ir::Expr, b: &crate::ir::Expr, positions: &Positions) -> bool {
     use crate::ir::ExprKind as K;
     match (&a.kind, &b.kind) {
         (K::Lit(x), K::Lit(y)) => {
