@@ -8,11 +8,13 @@
 //! point's own coordinates first).
 //!
 //! The Jacobian (3N rows, 26 or 28 columns) comes from forward mode, all
-//! its directions in one `jvps` call (8 per pass): one per θ, and, in the
-//! complicated case, two more whose tangents set
-//! every u₀ (then every u₁) to 1. Each residual depends only on its own
-//! point's u, so those two directional derivatives are exactly the two
-//! packed u columns.
+//! its directions in one `jvps` call (8 per pass) of the residuals with
+//! every point's u shifted by a shared `shift` (zero): one direction per θ,
+//! and, in the complicated case, two along `shift[0]` and `shift[1]`. Each
+//! residual depends only on its own point's u, so those two directional
+//! derivatives are exactly the two packed u columns. The columns are
+//! written into memory kept between runs, as the hand-written tool keeps
+//! its output.
 
 use deltad::differentiate;
 use serde_json::Value;
@@ -208,31 +210,85 @@ pub fn residuals(theta: &[f64], us: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> 
     errors
 }
 
-/// The Jacobian by columns (26, or 28 with the two u columns first; each
-/// column holds the 3N rows), the layout GradBench's hand-written tool
-/// computes (column-major): all its directions in one `jvps` call (a chunk
-/// of 8 per forward pass). [`rows`] lays it out as the eval's output.
-pub fn jacobian(theta: &[f64], us: &[f64], hand: &Hand) -> Vec<Vec<f64>> {
-    let mut tangents = Vec::with_capacity(theta.len() + 2);
-    if !us.is_empty() {
-        for k in 0..2 {
-            tangents.push(residuals::Grad {
-                theta: vec![0.0; theta.len()],
-                us: (0..us.len())
-                    .map(|i| if i % 2 == k { 1.0 } else { 0.0 })
-                    .collect(),
-            });
+/// [`residuals`] with every point's coordinates shifted by the same
+/// `shift` (zero for the residuals themselves) and the `us` held constant.
+/// Each residual depends only on its own point's u, so the derivatives
+/// along `shift[0]` and `shift[1]` are exactly the two packed u columns:
+/// with θ, 28 inputs, whose forward-mode Jacobian is the whole output.
+#[differentiate]
+pub fn shifted_residuals(
+    theta: &[f64],
+    shift: [f64; 2],
+    #[no_grad] us: &[f64],
+    #[no_grad] hand: &Hand,
+) -> Vec<f64> {
+    let world = vertices(theta, hand);
+    let n = hand.correspondences.len();
+    let mut errors = vec![0.0; 3 * n];
+    for i in 0..n {
+        let target = hand.correspondences[i];
+        for j in 0..3 {
+            let model = if us.is_empty() {
+                world[3 * target + j]
+            } else {
+                let [a, b, c] = hand.triangles[target];
+                let (u0, u1) = (us[2 * i] + shift[0], us[2 * i + 1] + shift[1]);
+                u0 * world[3 * a + j] + u1 * world[3 * b + j] + (1.0 - u0 - u1) * world[3 * c + j]
+            };
+            errors[3 * i + j] = hand.points[3 * i + j] - model;
         }
     }
-    for k in 0..theta.len() {
-        tangents.push(residuals::Grad {
-            theta: (0..theta.len())
-                .map(|i| if i == k { 1.0 } else { 0.0 })
-                .collect(),
-            us: vec![0.0; us.len()],
-        });
+    errors
+}
+
+/// The memory of [`jacobian_into`]'s results and tangents, kept between
+/// calls (as the hand-written tool keeps its output between runs).
+#[derive(Default)]
+pub struct JacobianMemory {
+    columns: Vec<Vec<f64>>,
+    tangents: Vec<shifted_residuals::Grad>,
+}
+
+impl JacobianMemory {
+    /// The columns [`jacobian_into`] wrote last.
+    pub fn columns(&self) -> &[Vec<f64>] {
+        &self.columns
     }
-    residuals::jvps(theta, us, hand, &tangents).1
+}
+
+/// The Jacobian by columns (26, or 28 with the two u columns first; each
+/// column holds the 3N rows), the layout GradBench's hand-written tool
+/// computes (column-major). [`rows`] lays it out as the eval's output.
+pub fn jacobian(theta: &[f64], us: &[f64], hand: &Hand) -> Vec<Vec<f64>> {
+    let mut memory = JacobianMemory::default();
+    jacobian_into(theta, us, hand, &mut memory);
+    memory.columns
+}
+
+/// [`jacobian`] in `memory` (its columns rewritten in the memory they
+/// hold): one `jvps` call of [`shifted_residuals`] along its unit
+/// directions, the two shifts first (in the complicated case), then the 26
+/// angles (a chunk of 8 per forward pass).
+pub fn jacobian_into(theta: &[f64], us: &[f64], hand: &Hand, memory: &mut JacobianMemory) {
+    let shifts = if us.is_empty() { 0 } else { 2 };
+    let count = shifts + theta.len();
+    memory.tangents.resize_with(count, Default::default);
+    for (k, tangent) in memory.tangents.iter_mut().enumerate() {
+        let unit = |i: usize| if i == k { 1.0 } else { 0.0 };
+        tangent.shift = [0, 1].map(|i| if i < shifts { unit(i) } else { 0.0 });
+        tangent.theta.clear();
+        tangent
+            .theta
+            .extend((0..theta.len()).map(|i| unit(shifts + i)));
+    }
+    shifted_residuals::jvps_into(
+        theta,
+        [0.0; 2],
+        us,
+        hand,
+        &memory.tangents,
+        &mut memory.columns,
+    );
 }
 
 /// The Jacobian's rows from its columns: the eval's output encoding (as
@@ -383,8 +439,11 @@ pub fn evaluate(function: &str, input: &Value) -> Evaluated {
             Ok((Value::from(errors), times))
         }
         "jacobian" => {
-            let (columns, times) = timed(runs, || jacobian(&theta, &us, &hand));
-            Ok((Value::from(rows(&columns)), times))
+            let mut memory = JacobianMemory::default();
+            let ((), times) = timed(runs, || {
+                jacobian_into(&theta, &us, &hand, &mut memory);
+            });
+            Ok((Value::from(rows(memory.columns())), times))
         }
         _ => Err(unknown("ht", function)),
     }
