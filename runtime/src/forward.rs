@@ -138,6 +138,15 @@ pub trait TangentSeeds<V> {
     {
         seed_each(self, values, out);
     }
+
+    /// The dual values of the next `L` input reals (an array parameter's).
+    #[inline]
+    fn seed_array<const L: usize>(&mut self, values: &[V; L]) -> [Self::Dual; L]
+    where
+        V: Copy,
+    {
+        core::array::from_fn(|i| self.seed(values[i]))
+    }
 }
 
 /// [`TangentSeeds::seed_all`] one input at a time.
@@ -187,7 +196,21 @@ enum Directions<'a, P: Clone> {
     /// The unit vectors: direction `d` is input real `d`.
     Unit,
     /// Directions each in pieces (see [`ChunkSeeds::given`]).
-    Given(&'a [Vec<Cow<'a, [P]>>]),
+    Given(Pieces<'a, P>),
+}
+
+/// Directions each in `per_direction` pieces, one after the other.
+#[derive(Clone, Copy)]
+struct Pieces<'a, P: Clone> {
+    pieces: &'a [Cow<'a, [P]>],
+    per_direction: usize,
+    directions: usize,
+}
+
+impl<'a, P: Clone> Pieces<'a, P> {
+    fn of(&self, k: usize) -> &'a [Cow<'a, [P]>] {
+        &self.pieces[k * self.per_direction..(k + 1) * self.per_direction]
+    }
 }
 
 /// A piece of a given direction and the input real its first real is the
@@ -211,14 +234,20 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
         }
     }
 
-    /// The directions of one chunk, `chunk` (at most `N`; zero past the
+    /// The `directions` directions of one chunk (at most `N`; zero past the
     /// last), the first of which is direction `first` of the caller's (for
-    /// messages). Each direction is given in pieces, one tangent per input
-    /// real when put end to end (a `Grad`'s fields, read where the caller
-    /// holds them: [`direction_pieces`]).
-    pub fn given(chunk: &'a [Vec<Cow<'a, [P]>>], first: usize) -> Self {
+    /// messages). Each is given in pieces, the same number for each, one
+    /// direction's after the other in `pieces`: put end to end, a
+    /// direction's pieces hold one tangent per input real (a `Grad`'s
+    /// fields, read where the caller holds them: [`direction_pieces`]).
+    pub fn given(pieces: &'a [Cow<'a, [P]>], directions: usize, first: usize) -> Self {
+        let per_direction = pieces.len().checked_div(directions).unwrap_or(0);
         ChunkSeeds {
-            directions: Directions::Given(chunk),
+            directions: Directions::Given(Pieces {
+                pieces,
+                per_direction,
+                directions,
+            }),
             start: first,
             next: 0,
             cursors: [Cursor::default(); N],
@@ -228,13 +257,8 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
     /// The piece of direction `k` of `chunk` holding the tangent of input
     /// `input` (not before the last one asked for), and where in it.
     #[inline]
-    fn locate(
-        &mut self,
-        chunk: &'a [Vec<Cow<'a, [P]>>],
-        k: usize,
-        input: usize,
-    ) -> Option<(&'a [P], usize)> {
-        let pieces = &chunk[k];
+    fn locate(&mut self, chunk: Pieces<'a, P>, k: usize, input: usize) -> Option<(&'a [P], usize)> {
+        let pieces = chunk.of(k);
         let cursor = &mut self.cursors[k];
         while let Some(piece) = pieces.get(cursor.piece) {
             if input < cursor.first + piece.len() {
@@ -261,7 +285,7 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
             }),
             Directions::Given(chunk) => {
                 let mut tangents = [P::ZERO; N];
-                for (k, tangent) in tangents.iter_mut().enumerate().take(chunk.len()) {
+                for (k, tangent) in tangents.iter_mut().enumerate().take(chunk.directions) {
                     match self.locate(chunk, k, input) {
                         Some((piece, at)) => *tangent = piece[at],
                         None => self.too_short(k, chunk),
@@ -275,8 +299,8 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
     /// Panics: direction `k` of `chunk` has too few reals.
     #[cold]
     #[inline(never)]
-    fn too_short(&self, k: usize, chunk: &[Vec<Cow<'_, [P]>>]) -> ! {
-        let len: usize = chunk[k].iter().map(|piece| piece.len()).sum();
+    fn too_short(&self, k: usize, chunk: Pieces<'_, P>) -> ! {
+        let len: usize = chunk.of(k).iter().map(|piece| piece.len()).sum();
         panic!(
             "deltad: tangent {} has fewer reals ({len}) than the differentiated inputs",
             self.start + k
@@ -285,20 +309,20 @@ impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
 }
 
 /// The pieces of tangents `start..start + lanes` of `tangents`, by `pieces`
-/// (a `Grad`'s fields in input leaf order, borrowed where they are flat)
-/// into `chunk` (whose lists are reused from chunk to chunk): one chunk's
-/// directions for [`ChunkSeeds::given`], made when its pass runs.
+/// (a `Grad`'s fields in input leaf order, borrowed where they are flat,
+/// written into a slice of `per_tangent`) into `chunk`, one tangent's after
+/// the other: one chunk's directions for [`ChunkSeeds::given`], made when
+/// its pass runs (in memory the caller reuses from chunk to chunk).
 pub fn direction_pieces<'a, P: Clone, T>(
     tangents: &'a [T],
     start: usize,
     lanes: usize,
-    chunk: &mut Vec<Vec<Cow<'a, [P]>>>,
-    pieces: impl Fn(&'a T, &mut Vec<Cow<'a, [P]>>),
+    chunk: &mut [Cow<'a, [P]>],
+    per_tangent: usize,
+    pieces: impl Fn(&'a T, &mut [Cow<'a, [P]>]),
 ) {
-    chunk.resize_with(lanes, Vec::new);
-    for (direction, tangent) in chunk.iter_mut().zip(&tangents[start..start + lanes]) {
-        direction.clear();
-        pieces(tangent, direction);
+    for (k, tangent) in tangents[start..start + lanes].iter().enumerate() {
+        pieces(tangent, &mut chunk[k * per_tangent..(k + 1) * per_tangent]);
     }
 }
 
@@ -313,26 +337,11 @@ impl<P: Primitive, const N: usize> TangentSeeds<P> for ChunkSeeds<'_, P, N> {
     /// input: a long buffer's seeding cost more than its pass.)
     #[inline]
     fn seed_all(&mut self, values: &[P], out: &mut Vec<DualVec<P, N>>) {
-        let Directions::Given(chunk) = self.directions else {
+        let Some(lanes) = self.next_lanes(values.len()) else {
             seed_each(self, values, out);
             return;
         };
-        let inputs = self.next..self.next + values.len();
-        let mut lanes: [&[P]; N] = [&[]; N];
-        for (k, lane) in lanes.iter_mut().enumerate().take(chunk.len()) {
-            match self.locate(chunk, k, inputs.start) {
-                Some((piece, at)) if at + values.len() <= piece.len() => {
-                    *lane = &piece[at..at + values.len()];
-                }
-                // Inputs over more than one piece, or past the direction's
-                // end: input by input (which names the direction too short).
-                _ => {
-                    seed_each(self, values, out);
-                    return;
-                }
-            }
-        }
-        if chunk.len() >= N {
+        if lanes.iter().all(|lane| lane.len() == values.len()) {
             // Every lane given, each exactly as long as the values.
             let lanes = lanes.map(|lane| &lane[..values.len()]);
             out.extend(
@@ -342,15 +351,52 @@ impl<P: Primitive, const N: usize> TangentSeeds<P> for ChunkSeeds<'_, P, N> {
                     .map(|(i, &value)| DualVec::new(value, core::array::from_fn(|k| lanes[k][i]))),
             );
         } else {
-            out.extend(values.iter().enumerate().map(|(i, &value)| {
-                DualVec::new(
-                    value,
-                    core::array::from_fn(|k| lanes[k].get(i).copied().unwrap_or(P::ZERO)),
-                )
-            }));
+            out.extend(
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &value)| DualVec::new(value, lane_tangents(&lanes, i))),
+            );
         }
-        self.next = inputs.end;
     }
+
+    #[inline]
+    fn seed_array<const L: usize>(&mut self, values: &[P; L]) -> [DualVec<P, N>; L] {
+        match self.next_lanes(L) {
+            Some(lanes) => {
+                core::array::from_fn(|i| DualVec::new(values[i], lane_tangents(&lanes, i)))
+            }
+            None => core::array::from_fn(|i| self.seed(values[i])),
+        }
+    }
+}
+
+impl<'a, P: Primitive, const N: usize> ChunkSeeds<'a, P, N> {
+    /// The tangents of the next `len` input reals in each given direction,
+    /// each cut from one piece (empty past the chunk's last direction),
+    /// the inputs then seeded; `None` (nothing seeded) for unit directions,
+    /// and where the inputs span pieces or pass a direction's end (to be
+    /// seeded one by one, which names a direction too short).
+    #[inline]
+    fn next_lanes(&mut self, len: usize) -> Option<[&'a [P]; N]> {
+        let Directions::Given(chunk) = self.directions else {
+            return None;
+        };
+        let mut lanes: [&[P]; N] = [&[]; N];
+        for (k, lane) in lanes.iter_mut().enumerate().take(chunk.directions) {
+            let (piece, at) = self.locate(chunk, k, self.next)?;
+            *lane = piece.get(at..at + len)?;
+        }
+        self.next += len;
+        Some(lanes)
+    }
+}
+
+/// The tangents of input `i` of lanes cut by `next_lanes` (zero where a
+/// lane is empty).
+#[inline]
+fn lane_tangents<P: Primitive, const N: usize>(lanes: &[&[P]; N], i: usize) -> [P; N] {
+    core::array::from_fn(|k| lanes[k].get(i).copied().unwrap_or(P::ZERO))
 }
 
 /// Columns `start..` of a Jacobian from the output reals of one chunked

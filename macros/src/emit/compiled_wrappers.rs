@@ -210,9 +210,13 @@ impl Generator<'_> {
                         Some(quote!(let #input: #dual = #seeded;))
                     }
                     ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                        let seeded = seed(quote!(#name[__deltad_k]));
+                        let values = match param.kind {
+                            ParamKind::Array { .. } => quote!(&#name),
+                            _ => quote!(&*#name),
+                        };
                         Some(quote! {
-                            let #input: [#dual; #len] = ::core::array::from_fn(|__deltad_k| #seeded);
+                            let #input: [#dual; #len] =
+                                ::deltad::__private::TangentSeeds::seed_array(&mut #seeds, #values);
                         })
                     }
                     kind if seeded_buffer(kind) => {

@@ -280,6 +280,7 @@ impl Generator<'_> {
     fn compiled_jvps_body(&self, tangents: &Ident, out: &Ident) -> TokenStream {
         let prim = &self.prim;
         let pieces = Ident::new(items::PIECES_FN, Span::call_site());
+        let per = self.piece_count();
         let result = Ident::new("__deltad_result", Span::mixed_site());
         let lanes = Ident::new("__deltad_lanes", Span::mixed_site());
         let chunk = self.by_width(&lanes, |width| {
@@ -287,7 +288,10 @@ impl Generator<'_> {
             let dual = self.scalar_type(scalar);
             let pass = self.compiled_seeded_pass(
                 scalar,
-                self.chunk_seeds(width, quote!(given(&__deltad_directions, __deltad_start))),
+                self.chunk_seeds(
+                    width,
+                    quote!(given(&__deltad_directions[..#lanes * #per], #lanes, __deltad_start)),
+                ),
                 Some(&Self::reusing(width)),
             );
             let give_back = self.give_back_result(&result, width);
@@ -331,8 +335,8 @@ impl Generator<'_> {
         let records = self.reusing_records();
         quote! {
             // The tangents of the chunk being evaluated, in pieces.
-            let mut __deltad_directions: ::std::vec::Vec<::std::vec::Vec<::deltad::__private::Cow<'_, [#prim]>>> =
-                ::std::vec::Vec::new();
+            let mut __deltad_directions: [::deltad::__private::Cow<'_, [#prim]>; ::deltad::__private::CHUNK * #per] =
+                ::core::array::from_fn(|_| ::deltad::__private::Cow::Borrowed(&[][..]));
             #records
             let __deltad_value = ::deltad::__private::chunked_passes(
                 #tangents.len(),
@@ -343,7 +347,7 @@ impl Generator<'_> {
                         #tangents.len().saturating_sub(__deltad_start),
                     );
                     ::deltad::__private::direction_pieces(
-                        #tangents, __deltad_start, #lanes, &mut __deltad_directions,
+                        #tangents, __deltad_start, #lanes, &mut __deltad_directions, #per,
                         |__deltad_t, __deltad_out| #pieces(__deltad_t, __deltad_out),
                     );
                     #chunk

@@ -99,33 +99,48 @@ impl Generator<'_> {
         }
     }
 
+    /// The parameters that are pieces of a `Grad` (see
+    /// [`Self::grad_pieces`]), in order.
+    fn piece_params(&self) -> impl Iterator<Item = &crate::signature::Param> {
+        self.signature.params.iter().filter(|param| {
+            !matches!(
+                param.kind,
+                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. }
+            )
+        })
+    }
+
+    /// The number of pieces of a `Grad`: one per differentiated parameter.
+    pub(super) fn piece_count(&self) -> usize {
+        self.piece_params().count()
+    }
+
     /// `__deltad_pieces(grad, out)`: a `Grad` of machine floats as pieces
-    /// that, put end to end, are its reals in input leaf order: its flat
-    /// fields borrowed where they are, the reals of a user type's field
-    /// copied out (the directions of chunked forward passes, which must not
-    /// copy long tangents).
+    /// that, put end to end, are its reals in input leaf order, written
+    /// into `out` (one per differentiated parameter): its flat fields
+    /// borrowed where they are, the reals of a user type's field copied
+    /// out (the directions of chunked forward passes, which must not copy
+    /// long tangents).
     fn grad_pieces(&self) -> TokenStream {
         let prim = &self.prim;
         let pieces = Ident::new(items::PIECES_FN, Span::call_site());
-        let pushes = self.signature.params.iter().filter_map(|param| {
+        let writes = self.piece_params().enumerate().map(|(at, param)| {
             let name = &param.name;
-            Some(match &param.kind {
+            let piece = match &param.kind {
                 ParamKind::Real => quote! {
-                    out.push(::deltad::__private::Cow::Borrowed(::core::slice::from_ref(&grad.#name)));
+                    ::deltad::__private::Cow::Borrowed(::core::slice::from_ref(&grad.#name))
                 },
                 ParamKind::Structured { value, .. } | ParamKind::InOut { value, .. } => {
                     let d = quote!(<#value as ::deltad::__private::Differentiable<#prim>>);
-                    quote! {
+                    quote! {{
                         let mut __deltad_flat = ::std::vec::Vec::new();
                         #d::flatten_twin(&#d::to_twin(&grad.#name), &mut __deltad_flat);
-                        out.push(::deltad::__private::Cow::Owned(__deltad_flat));
-                    }
+                        ::deltad::__private::Cow::Owned(__deltad_flat)
+                    }}
                 }
-                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => {
-                    return None
-                }
-                _ => quote!(out.push(::deltad::__private::Cow::Borrowed(&grad.#name[..]));),
-            })
+                _ => quote!(::deltad::__private::Cow::Borrowed(&grad.#name[..])),
+            };
+            quote!(out[#at] = #piece;)
         });
         let params = &self.signature.generics;
         let grad = Ident::new(items::GRAD, Span::call_site());
@@ -136,9 +151,9 @@ impl Generator<'_> {
             #[inline]
             pub fn #pieces<'__deltad_g, #(#params,)*>(
                 grad: &'__deltad_g #grad<#(#consts,)* #prim>,
-                out: &mut ::std::vec::Vec<::deltad::__private::Cow<'__deltad_g, [#prim]>>,
+                out: &mut [::deltad::__private::Cow<'__deltad_g, [#prim]>],
             ) #where_clause {
-                #(#pushes)*
+                #(#writes)*
             }
         }
     }
@@ -378,10 +393,12 @@ impl Generator<'_> {
             quote!(unit_block(__deltad_start)),
             quote!(::deltad::__private::Seeds::<#prim>::unit(__deltad_start)),
         );
+        let per = self.piece_count();
         let hvps = hvps_of(
             quote!(#vs.len()),
             quote!(given(
-                &__deltad_directions[__deltad_start..__deltad_start + __deltad_lanes],
+                &__deltad_directions[__deltad_start * #per..(__deltad_start + __deltad_lanes) * #per],
+                __deltad_lanes,
                 __deltad_start
             )),
             quote!(::deltad::__private::Seeds::from_flat(
@@ -393,14 +410,11 @@ impl Generator<'_> {
         let directions = if compiled {
             let pieces = name_of(items::PIECES_FN);
             quote! {
-                let __deltad_directions: ::std::vec::Vec<::std::vec::Vec<::deltad::__private::Cow<'_, [#prim]>>> = #vs
-                    .iter()
-                    .map(|__deltad_v| {
-                        let mut __deltad_out = ::std::vec::Vec::new();
-                        #pieces(__deltad_v, &mut __deltad_out);
-                        __deltad_out
-                    })
-                    .collect();
+                let mut __deltad_directions: ::std::vec::Vec<::deltad::__private::Cow<'_, [#prim]>> =
+                    ::std::vec![::deltad::__private::Cow::Borrowed(&[][..]); #vs.len() * #per];
+                for (__deltad_k, __deltad_v) in #vs.iter().enumerate() {
+                    #pieces(__deltad_v, &mut __deltad_directions[__deltad_k * #per..(__deltad_k + 1) * #per]);
+                }
             }
         } else {
             quote! {

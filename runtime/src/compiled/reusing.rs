@@ -28,9 +28,12 @@ use super::stack::{NoRecord, Record, KEEP_AT_MOST_BYTES};
 /// A record that keeps nothing for an adjoint and hands the long buffers
 /// given back to it (by the pass, at the end of their scope, or by the
 /// caller, once it has read a result) to the next buffers a pass makes.
+///
+/// It takes the thread's spares when a pass first asks it for memory (a
+/// pass on short buffers never does: `jvps` of a small function).
 #[derive(Debug)]
 pub struct Reusing<S: 'static> {
-    spares: Spares<S>,
+    spares: Option<Spares<S>>,
 }
 
 thread_local! {
@@ -41,18 +44,26 @@ thread_local! {
 
 impl<S: 'static> Reusing<S> {
     /// A record with the memory the last one of this scalar type dropped
-    /// on this thread held.
+    /// on this thread held (taken when first needed).
+    #[inline]
     pub fn pooled() -> Self {
-        let spares = POOLED_SPARES
-            .try_with(|pool| {
-                let mut pool = pool.borrow_mut();
-                let at = pool.iter().position(|spares| spares.is::<Spares<S>>())?;
-                pool.swap_remove(at).downcast::<Spares<S>>().ok()
-            })
-            .ok()
-            .flatten()
-            .map_or_else(Spares::default, |spares| *spares);
-        Reusing { spares }
+        Reusing { spares: None }
+    }
+
+    /// The record's spares, the thread's taken on the first call.
+    #[inline]
+    fn spares(&mut self) -> &mut Spares<S> {
+        self.spares.get_or_insert_with(|| {
+            POOLED_SPARES
+                .try_with(|pool| {
+                    let mut pool = pool.borrow_mut();
+                    let at = pool.iter().position(|spares| spares.is::<Spares<S>>())?;
+                    pool.swap_remove(at).downcast::<Spares<S>>().ok()
+                })
+                .ok()
+                .flatten()
+                .map_or_else(Spares::default, |spares| *spares)
+        })
     }
 }
 
@@ -60,7 +71,9 @@ impl<S: 'static> Drop for Reusing<S> {
     /// (Its spares go to the thread's pool, unless it holds some of this
     /// scalar type already: a record dropped inside another's calls.)
     fn drop(&mut self) {
-        let mut spares = core::mem::take(&mut self.spares);
+        let Some(mut spares) = self.spares.take() else {
+            return;
+        };
         spares.trim(KEEP_AT_MOST_BYTES);
         if spares.bytes() == 0 {
             return;
@@ -86,15 +99,16 @@ impl<S: Clone> Reusing<S> {
     /// passes of one call would otherwise grow by that much per pass.)
     #[inline]
     pub fn give_back(&mut self, buffer: Vec<S>) {
-        self.spares.give_back(buffer);
-        self.spares.keep_last(2 * SEARCHED);
+        let spares = self.spares();
+        spares.give_back(buffer);
+        spares.keep_last(2 * SEARCHED);
     }
 
     /// An empty buffer with room for `len` elements: a spare one if there
     /// is one long enough (for a pass's seeded inputs).
     #[inline]
     pub fn empty(&mut self, len: usize) -> Vec<S> {
-        self.spares.empty(len)
+        self.spares().empty(len)
     }
 }
 
@@ -124,11 +138,11 @@ impl<S: Clone> Record<S> for Reusing<S> {
     }
     #[inline(always)]
     fn filled(&mut self, value: S, len: usize) -> Vec<S> {
-        self.spares.filled(value, len)
+        self.spares().filled(value, len)
     }
     #[inline(always)]
     fn scratch(&mut self, value: S, len: usize) -> Vec<S> {
-        self.spares.scratch(value, len)
+        self.spares().scratch(value, len)
     }
     #[inline(always)]
     fn done_with(&mut self, values: Vec<S>) {
@@ -154,25 +168,33 @@ mod tests {
         assert_eq!(again, vec![2.0; 700]);
         // A short buffer is left to the allocator.
         record.give_back(vec![0.0; 3]);
-        assert_eq!(record.spares.bytes(), 0);
+        assert_eq!(record.spares().bytes(), 0);
         // The next call's record gets the memory, once.
         record.give_back(again);
         drop(record);
         let mut next = Reusing::<f64>::pooled();
-        assert_eq!(Reusing::<f64>::pooled().spares.bytes(), 0);
         let from_pool = Record::filled(&mut next, 0.0, 1000);
         assert_eq!(from_pool.as_ptr(), at);
+        assert_eq!(Reusing::<f64>::pooled().spares().bytes(), 0);
+        // A record never asked for memory takes none.
+        next.give_back(from_pool);
+        drop(next);
+        drop(Reusing::<f64>::pooled());
+        let mut after = Reusing::<f64>::pooled();
+        let from_pool = Record::filled(&mut after, 0.0, 1000);
+        assert_eq!(from_pool.as_ptr(), at);
+        let mut next = after;
         // Of many given back, the last few are kept.
         let mut many = Reusing::<f64>::pooled();
         for _ in 0..5 * SEARCHED {
             many.give_back(vec![0.0; 1000]);
         }
-        assert_eq!(many.spares.bytes(), 2 * SEARCHED * 1000 * 8);
+        assert_eq!(many.spares().bytes(), 2 * SEARCHED * 1000 * 8);
         drop(many);
         // Released, it is gone.
         next.give_back(from_pool);
         drop(next);
         release_pooled_spares();
-        assert_eq!(Reusing::<f64>::pooled().spares.bytes(), 0);
+        assert_eq!(Reusing::<f64>::pooled().spares().bytes(), 0);
     }
 }
