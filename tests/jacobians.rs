@@ -250,7 +250,7 @@ fn forward_and_reverse_jacobians_agree_on_arrays_and_structs() {
 /// A tangent too short for the inputs is named by its place among all the
 /// tangents, in whichever chunk it falls.
 #[test]
-#[should_panic(expected = "tangent 9 has fewer reals (5) than the differentiated inputs")]
+#[should_panic(expected = "tangent 9 has 5 reals for `x`, which has 6")]
 fn a_short_tangent_is_named() {
     let x = points(6);
     let tangents: Vec<banded::Grad> = (0..10)
@@ -261,17 +261,144 @@ fn a_short_tangent_is_named() {
     banded::jvps(&x, &tangents);
 }
 
-/// Of two short tangents in one chunk, the one lacking the earlier input
-/// is named (tangent 1 lacks input 4, tangent 2 input 3).
+/// Of two misshapen tangents, the first is named.
 #[test]
-#[should_panic(expected = "tangent 2 has fewer reals (3) than the differentiated inputs")]
-fn the_tangent_lacking_the_first_input_is_named() {
+#[should_panic(expected = "tangent 1 has 4 reals for `x`, which has 6")]
+fn the_first_misshapen_tangent_is_named() {
     let x = points(6);
     let tangents: Vec<banded::Grad> = [6, 4, 3, 6]
         .into_iter()
         .map(|len| banded::Grad { x: vec![1.0; len] })
         .collect();
     banded::jvps(&x, &tangents);
+}
+
+/// Two slices, on the tape.
+#[differentiate(tape)]
+fn two_slices(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i % b.len()];
+    }
+    s * s
+}
+
+/// Rows of reals: a structured parameter.
+#[differentiate]
+fn nested_rows(rows: &[Vec<f64>]) -> f64 {
+    let mut s = 0.0;
+    for row in rows {
+        for x in row {
+            s += x * x * x;
+        }
+    }
+    s
+}
+
+/// The message of the panic `f` raises.
+fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    let payload = std::panic::catch_unwind(f).expect_err("a misshapen tangent must be refused");
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// A tangent whose fields are shaped otherwise than the parameters, even
+/// with as many reals in all, is refused, naming the parameter, by every
+/// function taking tangents on both engines: read end to end, it would be
+/// another direction (`a` one real too long and `b` one too short would
+/// move a real from one parameter to the other).
+#[test]
+fn misshapen_tangents_are_refused() {
+    let v = points(7);
+    let (s, a, p) = (0.8, [0.3, -1.2, 2.0], Pair { a: 0.7, b: -0.3 });
+    let long = every_kind::Grad {
+        s: 1.0,
+        v: vec![1.0; 8],
+        a: [0.0; 3],
+        p: Pair { a: 0.0, b: 0.0 },
+    };
+    let expected = "the tangent has 8 reals for `v`, which has 7";
+    let message = panic_message(|| {
+        every_kind::jvp(s, &v, a, &p, &long);
+    });
+    assert!(message.contains(expected), "jvp: {message}");
+    let mut many = vec![long.clone(); 3];
+    many[0].v.pop();
+    let message = panic_message(|| {
+        every_kind::jvps(s, &v, a, &p, &many);
+    });
+    assert!(
+        message.contains("tangent 1 has 8 reals for `v`, which has 7"),
+        "jvps: {message}"
+    );
+    let energy = every_kind_energy::Grad {
+        s: 1.0,
+        v: vec![1.0; 6],
+        a: [0.0; 3],
+        p: Pair { a: 0.0, b: 0.0 },
+    };
+    let expected = "the tangent has 6 reals for `v`, which has 7";
+    let message = panic_message(|| {
+        every_kind_energy::hvp(s, &v, a, &p, &energy);
+    });
+    assert!(message.contains(expected), "hvp: {message}");
+    let message = panic_message(|| {
+        every_kind_energy::grad_and_hvp(s, &v, a, &p, &energy);
+    });
+    assert!(message.contains(expected), "grad_and_hvp: {message}");
+    let message = panic_message(|| {
+        every_kind_energy::hvps(s, &v, a, &p, std::slice::from_ref(&energy));
+    });
+    assert!(
+        message.contains("tangent 0 has 6 reals for `v`, which has 7"),
+        "hvps: {message}"
+    );
+    // On the tape: as many reals in all, split otherwise.
+    let (x, y) = (points(4), points(3));
+    let split = two_slices::Grad {
+        a: vec![1.0; 5],
+        b: vec![1.0; 2],
+    };
+    let expected = "the tangent has 5 reals for `a`, which has 4";
+    let message = panic_message(|| {
+        two_slices::jvp(&x, &y, &split);
+    });
+    assert!(message.contains(expected), "tape jvp: {message}");
+    let message = panic_message(|| {
+        two_slices::hvp(&x, &y, &split);
+    });
+    assert!(message.contains(expected), "tape hvp: {message}");
+    let message = panic_message(|| {
+        two_slices::jvps(&x, &y, std::slice::from_ref(&split));
+    });
+    assert!(
+        message.contains("tangent 0 has 5 reals for `a`, which has 4"),
+        "tape jvps: {message}"
+    );
+    // A structured parameter: its reals counted.
+    let rows = vec![points(3), points(3)];
+    let short = nested_rows::Grad {
+        rows: vec![vec![1.0; 3], vec![1.0; 2]],
+    };
+    let message = panic_message(|| {
+        nested_rows::jvp(&rows, &short);
+    });
+    assert!(
+        message.contains("the tangent has 5 reals for `rows`, which has 6"),
+        "nested jvp: {message}"
+    );
+    // Well shaped, accepted.
+    let fine = two_slices::Grad {
+        a: vec![1.0; 4],
+        b: vec![1.0; 3],
+    };
+    assert_eq!(
+        two_slices::jvps(&x, &y, std::slice::from_ref(&fine)).1[0],
+        two_slices::jvp(&x, &y, &fine).1
+    );
 }
 
 #[test]

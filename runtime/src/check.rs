@@ -15,6 +15,13 @@ pub fn flatten_value<P: Primitive, X: Differentiable<P>>(value: &X) -> Vec<P> {
     out
 }
 
+/// The number of reals of `value` (without making a list of them).
+pub fn real_count<P: Primitive, X: Differentiable<P>>(value: &X) -> usize {
+    let mut count = 0;
+    let _ = value.build(&mut |_| count += 1);
+    count
+}
+
 /// `template` with its reals replaced by `reals` (in leaf order).
 pub fn unflatten_value<P: Primitive, X: Differentiable<P>>(template: &X, reals: &[P]) -> X {
     X::from_twin(template.gather(&mut GradReader::new(reals)))

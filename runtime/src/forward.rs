@@ -122,6 +122,24 @@ pub fn dual_input<S: Scalar, E: Tangent<S>>(value: S, tangent: E) -> Dual<S> {
     Dual::new(value, tangent.at_level())
 }
 
+/// Panics unless a tangent's field for parameter `param` holds as many
+/// reals (`got`) as the parameter (`expected`): a tangent shaped otherwise
+/// would be read across the parameters' boundaries. `tangent` is its place
+/// among many (`jvps`, `hvps`).
+#[inline]
+pub fn check_tangent(got: usize, expected: usize, tangent: Option<usize>, param: &str) {
+    if got != expected {
+        misshapen_tangent(got, expected, tangent, param);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn misshapen_tangent(got: usize, expected: usize, tangent: Option<usize>, param: &str) -> ! {
+    let which = tangent.map_or_else(|| "the tangent".to_string(), |k| format!("tangent {k}"));
+    panic!("deltad: {which} has {got} reals for `{param}`, which has {expected}")
+}
+
 /// Where the dual inputs of a forward pass get their tangents: each input
 /// real, in input leaf order, becomes a dual value of type `Dual`.
 pub trait TangentSeeds<V> {

@@ -139,7 +139,9 @@ pub mod ndarray {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::accumulate::Accumulator;
-    pub use crate::check::{flatten_value, leaf_of, perturb, unflatten_value, DerivativeCheck};
+    pub use crate::check::{
+        flatten_value, leaf_of, perturb, real_count, unflatten_value, DerivativeCheck,
+    };
     pub use crate::checkpoint::{CheckpointRecorder, Step};
     pub use crate::checkpointed_call::{checkpointed_call, CallArgs, OwnedConstant, Rerun};
     pub use crate::compiled::{
@@ -176,9 +178,9 @@ pub mod __private {
     pub use crate::dual::Dual;
     pub use crate::dual_vec::DualVec;
     pub use crate::forward::{
-        chunked_passes, direction_pieces, dual_constant, dual_input, forward_tangent,
-        forward_value, split_duals, store_column, store_columns, ChunkSeeds, Seeds, Tangent,
-        TangentSeeds, CHUNK, HALF_CHUNK, QUARTER_CHUNK,
+        check_tangent, chunked_passes, direction_pieces, dual_constant, dual_input,
+        forward_tangent, forward_value, split_duals, store_column, store_columns, ChunkSeeds,
+        Seeds, Tangent, TangentSeeds, CHUNK, HALF_CHUNK, QUARTER_CHUNK,
     };
     pub use crate::generic_forward::{generic_forward, ForwardArg, ForwardSeeds};
     pub use crate::graph::{InputLabel, TapeGraph};

@@ -108,6 +108,18 @@ impl Generator<'_> {
                 self.tape_jacobian_fwd_body(),
             )
         };
+        let each = quote!(__deltad_t);
+        let checks = self.tangent_checks(&each, &quote!(::core::option::Option::Some(__deltad_k)));
+        let jvps_into_body = if stub || checks.is_empty() {
+            jvps_into_body
+        } else {
+            quote! {
+                for (__deltad_k, #each) in #tangents.iter().enumerate() {
+                    #checks
+                }
+                #jvps_into_body
+            }
+        };
         let args = self.signature.params.iter().map(|p| &p.name);
         let jvps_body = quote! {
             let mut #out = ::std::vec::Vec::with_capacity(#tangents.len());

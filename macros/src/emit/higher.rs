@@ -175,14 +175,17 @@ impl Generator<'_> {
              per differentiated parameter, in a `Grad` (shaped like the parameters). One pass \
              of `{fn_name}` on dual numbers; nothing is recorded."
         );
+        let checks = self.tangent_checks(&quote!(#tangent), &quote!(::core::option::Option::None));
         let body = if stub {
             quote!(::core::unreachable!())
         } else if self.compiled.is_some() {
-            self.compiled_jvp_body(&tangent)
+            let body = self.compiled_jvp_body(&tangent);
+            quote!(#checks #body)
         } else {
             let seeds = self.names.local("seeds");
             let pass = self.tape_forward(&seeds, false);
             quote! {
+                #checks
                 let mut __deltad_flat = ::std::vec::Vec::new();
                 #flatten(#tangent, &mut __deltad_flat);
                 let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
@@ -276,28 +279,61 @@ impl Generator<'_> {
 
     /// The number of differentiated input reals, from the parameters.
     pub(super) fn input_count(&self) -> TokenStream {
+        let counts = self
+            .signature
+            .params
+            .iter()
+            .filter_map(|param| self.param_count(param));
+        quote!(0usize #(+ #counts)*)
+    }
+
+    /// The number of input reals of `param` (none: not differentiated).
+    fn param_count(&self, param: &crate::signature::Param) -> Option<TokenStream> {
         let prim = &self.prim;
-        let counts = self.signature.params.iter().filter_map(|param| {
-            let name = &param.name;
-            Some(match &param.kind {
-                ParamKind::Real => quote!(1usize),
-                ParamKind::Structured { value, passing } | ParamKind::InOut { value, passing } => {
-                    match passing {
-                        Passing::Value => quote!(::deltad::__private::flatten_value::<#prim, #value>(&#name).len()),
-                        Passing::Ref => quote!(::deltad::__private::flatten_value::<#prim, #value>(&*#name).len()),
-                        Passing::View => quote!(::deltad::__private::flatten_value::<#prim, #value>(&#name.to_owned()).len()),
-                        Passing::Slice { elem } => quote! {
-                            #name.iter().map(|e| ::deltad::__private::flatten_value::<#prim, #elem>(e).len()).sum::<usize>()
-                        },
+        let name = &param.name;
+        let count = |value: &syn::Type, of: TokenStream| quote!(::deltad::__private::real_count::<#prim, #value>(#of));
+        Some(match &param.kind {
+            ParamKind::Real => quote!(1usize),
+            ParamKind::Structured { value, passing } | ParamKind::InOut { value, passing } => {
+                match passing {
+                    Passing::Value => count(value, quote!(&#name)),
+                    Passing::Ref => count(value, quote!(&*#name)),
+                    Passing::View => count(value, quote!(&#name.to_owned())),
+                    Passing::Slice { elem } => {
+                        let each = count(elem, quote!(e));
+                        quote!(#name.iter().map(|e| #each).sum::<usize>())
                     }
                 }
-                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => {
+            }
+            ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => return None,
+            _ => quote!(#name.len()),
+        })
+    }
+
+    /// Statements that panic unless the `Grad` `tangent` holds as many
+    /// reals for each parameter as the parameter (`index`, an
+    /// `Option<usize>`: which of many tangents it is, for the message). A
+    /// tangent shaped otherwise would be read across the parameters'
+    /// boundaries, a wrong direction rather than an error.
+    pub(super) fn tangent_checks(&self, tangent: &TokenStream, index: &TokenStream) -> TokenStream {
+        let prim = &self.prim;
+        let checks = self.signature.params.iter().filter_map(|param| {
+            let name = &param.name;
+            let got = match &param.kind {
+                // Shaped by their types.
+                ParamKind::Real | ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
                     return None
                 }
-                _ => quote!(#name.len()),
-            })
+                ParamKind::Structured { value, .. } | ParamKind::InOut { value, .. } => {
+                    quote!(::deltad::__private::real_count::<#prim, #value>(&#tangent.#name))
+                }
+                _ => quote!(#tangent.#name.len()),
+            };
+            let expected = self.param_count(param)?;
+            let label = name.to_string();
+            Some(quote!(::deltad::__private::check_tangent(#got, #expected, #index, #label);))
         });
-        quote!(0usize #(+ #counts)*)
+        quote!(#(#checks)*)
     }
 
     fn second_order(&self, stub: bool) -> TokenStream {
@@ -375,13 +411,16 @@ impl Generator<'_> {
         // The diagonal as a `Grad`, read from a flat list.
         let fields = self.inputs(&reader).fields;
         let diagonal_grad = self.grad_value(&reader, &quote!(&__deltad_diagonal[..]), &fields);
+        let v_checks = self.tangent_checks(&quote!(#v), &quote!(::core::option::Option::None));
         let hvp_body = body(quote! {
+            #v_checks
             let mut __deltad_flat = ::std::vec::Vec::new();
             #flatten(#v, &mut __deltad_flat);
             let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
             #once.1
         });
         let grad_and_hvp_body = body(quote! {
+            #v_checks
             let mut __deltad_flat = ::std::vec::Vec::new();
             #flatten(#v, &mut __deltad_flat);
             let mut #seeds = ::deltad::__private::Seeds::from_flat(__deltad_flat);
@@ -428,7 +467,18 @@ impl Generator<'_> {
                     .collect();
             }
         };
+        let each_v = quote!(__deltad_v);
+        let vs_checks =
+            self.tangent_checks(&each_v, &quote!(::core::option::Option::Some(__deltad_k)));
+        let vs_checks = (!vs_checks.is_empty()).then(|| {
+            quote! {
+                for (__deltad_k, #each_v) in #vs.iter().enumerate() {
+                    #vs_checks
+                }
+            }
+        });
         let hvps_body = body(quote! {
+            #vs_checks
             #directions
             #hvps.collect()
         });
