@@ -149,9 +149,9 @@ pub mod __private {
         seed_recorded_and_sweep, twin_duals, twin_gradient, twin_lane_seed, twin_leaf_count,
         twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit,
         twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of,
-        twins_values, twins_zeros, Active, CopyActive, CopyPlain, FromConstant, LeafCopy, Owned,
-        PlainRead, ReadActive, ReadPlain, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg,
-        StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
+        twins_values, twins_zeros, zeros_like, Active, CopyActive, CopyPlain, FromConstant,
+        LeafCopy, Owned, PlainRead, ReadActive, ReadPlain, RealLeaf, SetLeaf, SinkAt, SinkRef,
+        StructArg, StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
         buffer_lanes_into, buffer_part, checkpoint_segment, copy_into, done_with, lane_seed,

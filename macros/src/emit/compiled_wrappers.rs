@@ -307,12 +307,7 @@ impl Generator<'_> {
                 ParamKind::Structured { value, .. } => {
                     let prim = &self.prim;
                     let borrowed = struct_ref(param);
-                    quote! {
-                        #name: ::deltad::__private::twin_gradient::<#prim, #value>(
-                            &::deltad::__private::twin_zeros::<#prim, #value>(#borrowed),
-                            |__deltad_x| __deltad_x,
-                        )
-                    }
+                    quote!(#name: ::deltad::__private::zeros_like::<#prim, #value>(#borrowed))
                 }
                 ParamKind::Real => quote!(#name: 0.0),
                 ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {

@@ -195,6 +195,13 @@ where
     value.build(&mut |x| Active(seeds.seed(x)))
 }
 
+/// `value` with every real 0: a `Grad` field before the adjoint's run sets
+/// it (made in one sweep, not through a twin).
+#[inline]
+pub fn zeros_like<P: Primitive, T: Differentiable<P>>(value: &T) -> T {
+    T::from_twin(value.build(&mut |_| P::ZERO))
+}
+
 /// The value in the user's type whose reals are `part` of the adjoint
 /// twin's leaves (the value itself, a dual number's value or tangent); its
 /// discrete data are the twin's.
@@ -910,6 +917,8 @@ mod tests {
         adjoint.0 .0 = 2.0;
         let gradient: (f64, Vec<f64>, usize) = twin_gradient(&adjoint, |x: f64| x);
         assert_eq!(gradient, (2.0, vec![1.0, 0.0], 4));
+        // Zeros shaped like the value, its discrete data kept.
+        assert_eq!(zeros_like::<f64, _>(&value), (0.0, vec![0.0, 0.0], 4));
         let mut sum = (1.0, vec![1.0, 1.0], 4_usize);
         add_twin_gradient::<f64, _>(&mut sum, &adjoint);
         assert_eq!(sum, (3.0, vec![2.0, 1.0], 4));
