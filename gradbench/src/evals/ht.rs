@@ -189,29 +189,13 @@ pub fn vertices(theta: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> {
 
 /// The 3N residuals: measured point minus model point (a vertex, or a
 /// point of a triangle with barycentric coordinates `us`, 2 per point).
-#[differentiate]
-pub fn residuals(theta: &[f64], us: &[f64], #[no_grad] hand: &Hand) -> Vec<f64> {
-    let world = vertices(theta, hand);
-    let n = hand.correspondences.len();
-    let mut errors = vec![0.0; 3 * n];
-    for i in 0..n {
-        let target = hand.correspondences[i];
-        for j in 0..3 {
-            let model = if us.is_empty() {
-                world[3 * target + j]
-            } else {
-                let [a, b, c] = hand.triangles[target];
-                let (u0, u1) = (us[2 * i], us[2 * i + 1]);
-                u0 * world[3 * a + j] + u1 * world[3 * b + j] + (1.0 - u0 - u1) * world[3 * c + j]
-            };
-            errors[3 * i + j] = hand.points[3 * i + j] - model;
-        }
-    }
-    errors
+pub fn residuals(theta: &[f64], us: &[f64], hand: &Hand) -> Vec<f64> {
+    shifted_residuals(theta, [0.0; 2], us, hand)
 }
 
-/// [`residuals`] with every point's coordinates shifted by the same
-/// `shift` (zero for the residuals themselves) and the `us` held constant.
+/// The residuals with every point's coordinates shifted by the same
+/// `shift` (zero for [`residuals`]), the `us` held constant (not
+/// differentiated).
 /// Each residual depends only on its own point's u, so the derivatives
 /// along `shift[0]` and `shift[1]` are exactly the two packed u columns:
 /// with θ, 28 inputs, whose forward-mode Jacobian is the whole output.

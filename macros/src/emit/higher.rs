@@ -62,19 +62,16 @@ impl Generator<'_> {
     fn flatten_grad(&self) -> TokenStream {
         let prim = &self.prim;
         let flatten = Ident::new(items::FLATTEN_FN, Span::call_site());
-        let pushes = self.signature.params.iter().filter_map(|param| {
+        let pushes = self.piece_params().map(|param| {
             let name = &param.name;
-            Some(match &param.kind {
+            match &param.kind {
                 ParamKind::Real => quote!(out.push(grad.#name);),
                 ParamKind::Structured { value, .. } | ParamKind::InOut { value, .. } => {
                     let d = quote!(<#value as ::deltad::__private::Differentiable<#prim>>);
                     quote!(#d::flatten_twin(&#d::to_twin(&grad.#name), out);)
                 }
-                ParamKind::Constant | ParamKind::Discrete | ParamKind::Function { .. } => {
-                    return None
-                }
                 _ => quote!(out.extend_from_slice(&grad.#name[..]);),
-            })
+            }
         });
         let params = &self.signature.generics;
         let (element, element_param) = if self.grad_is_generic() {
@@ -99,8 +96,8 @@ impl Generator<'_> {
         }
     }
 
-    /// The parameters that are pieces of a `Grad` (see
-    /// [`Self::grad_pieces`]), in order.
+    /// The differentiated parameters, in order: the fields of a `Grad`
+    /// that [`Self::flatten_grad`] and [`Self::grad_pieces`] read.
     fn piece_params(&self) -> impl Iterator<Item = &crate::signature::Param> {
         self.signature.params.iter().filter(|param| {
             !matches!(
