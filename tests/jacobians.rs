@@ -305,11 +305,13 @@ fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
         .unwrap_or_default()
 }
 
-/// A tangent whose fields are shaped otherwise than the parameters, even
-/// with as many reals in all, is refused, naming the parameter, by every
-/// function taking tangents on both engines: read end to end, it would be
-/// another direction (`a` one real too long and `b` one too short would
-/// move a real from one parameter to the other).
+/// A tangent with another number of reals for a parameter than the
+/// parameter has, even with as many reals in all, is refused, naming the
+/// parameter, by every function taking tangents on both engines: read end
+/// to end, it would be another direction (`a` one real too long and `b` one
+/// too short would move a real from one parameter to the other). (Within
+/// one parameter of a user or nested type only the count is checked: its
+/// reals are read in leaf order.)
 #[test]
 fn misshapen_tangents_are_refused() {
     let v = points(7);

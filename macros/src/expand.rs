@@ -363,6 +363,52 @@ fn recording_pass(
 mod fuzz;
 
 #[cfg(test)]
+mod read_by_format_strings {
+    use proc_macro2::TokenStream;
+
+    /// The expansion of a function whose buffer of rows a loop sets, with
+    /// `print` at the top of the loop's body.
+    fn rows_with(print: &str) -> String {
+        let source = format!(
+            "fn rows(x: &[f64]) -> f64 {{
+                let m = x.len() / 3;
+                let mut r = vec![0.0; 3 * m];
+                for i in 0..m {{
+                    {print}
+                    for j in 0..3 {{
+                        r[3 * i + j] = x[3 * i + j] * 2.0;
+                    }}
+                }}
+                let mut s = 0.0;
+                for i in 0..3 * m {{
+                    s += r[i];
+                }}
+                s
+            }}"
+        );
+        let tokens: TokenStream = source.parse().expect("the function parses");
+        super::differentiate(TokenStream::new(), tokens).to_string()
+    }
+
+    /// A buffer a format string reads inline (`{r:?}`) before its rows are
+    /// set keeps its fill, as one read through an argument does: made
+    /// without it, the print would show what the memory held.
+    #[test]
+    fn a_buffer_a_format_string_reads_keeps_its_fill() {
+        let scratch = "Record :: scratch";
+        assert!(rows_with("").contains(scratch));
+        assert!(rows_with(r#"let w = 3; println!("{w}");"#).contains(scratch));
+        for print in [
+            r#"if i == 0 { println!("{r:?}"); }"#,
+            r#"if i == 0 { println!("{:?}", r); }"#,
+            r#"if i == 0 { eprint!("{0:?} {r:>8?}", 1); }"#,
+        ] {
+            assert!(!rows_with(print).contains(scratch), "{print}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod robustness {
     //! The expansion never panics, whatever tokens it is given: mutated
     //! versions of real functions either expand to code that parses or carry

@@ -284,6 +284,10 @@ pub(crate) struct RangeIter {
 pub(crate) struct Effect {
     pub mac: syn::Macro,
     pub args: Vec<EffectArg>,
+    /// The variables its format strings name inline (`{r}`, `{r:?}`,
+    /// `{:w$}`): read by it, though not among its arguments (so the
+    /// analyses see the reads; never emitted).
+    pub captures: Vec<Expr>,
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -633,6 +637,7 @@ impl Stmt {
                         f(e);
                     }
                 }
+                effect.captures.iter().for_each(f);
             }
             StmtKind::Loop { .. }
             | StmtKind::Break { .. }

@@ -30,7 +30,8 @@ use super::stack::{NoRecord, Record, KEEP_AT_MOST_BYTES};
 /// caller, once it has read a result) to the next buffers a pass makes.
 ///
 /// It takes the thread's spares when a pass first asks it for memory (a
-/// pass on short buffers never does: `jvps` of a small function).
+/// pass that makes no buffer never does: `jvps` of a function of reals and
+/// arrays).
 #[derive(Debug)]
 pub struct Reusing<S: 'static> {
     spares: Option<Spares<S>>,

@@ -842,6 +842,7 @@ impl Lowerer {
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
         let kind = crate::methods::macro_kind(&name);
+        let mut captures = Vec::new();
         let args = match kind {
             Some(MacroKind::Exprs | MacroKind::Diverging) => {
                 let parsed = mac
@@ -852,6 +853,16 @@ impl Lowerer {
                 let mut args = Vec::new();
                 for arg in parsed {
                     if let SynExpr::Lit(lit) = &arg {
+                        // A name the format string reads inline is read as
+                        // an argument would be (a buffer printed whole
+                        // leaves the compiled path the same way).
+                        if let syn::Lit::Str(format) = &lit.lit {
+                            for name in format_captures(&format.value()) {
+                                let name = syn::Ident::new(&name, format.span());
+                                let mut hoisted = Vec::new();
+                                captures.push(self.expr(&syn::parse_quote!(#name), &mut hoisted)?);
+                            }
+                        }
                         args.push(EffectArg::Tokens(quote::quote!(#lit)));
                         continue;
                     }
@@ -882,10 +893,53 @@ impl Lowerer {
             StmtKind::Effect(Effect {
                 mac: mac.clone(),
                 args,
+                captures,
             }),
         ));
         Ok(())
     }
+}
+
+/// The names a format string reads inline: `{name}`, `{name:..}` and the
+/// `name$` of a width or precision (`{{` is a brace, positions and empty
+/// braces name nothing).
+fn format_captures(format: &str) -> Vec<String> {
+    let is_name = |s: &str| {
+        s != "_"
+            && s.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    let mut names = Vec::new();
+    let mut rest = format;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        if let Some(after) = rest.strip_prefix('{') {
+            rest = after;
+            continue;
+        }
+        let Some(close) = rest.find('}') else { break };
+        let (argument, spec) = rest[..close]
+            .split_once(':')
+            .unwrap_or((&rest[..close], ""));
+        let argument = argument.trim();
+        if is_name(argument) {
+            names.push(argument.to_string());
+        }
+        let parts: Vec<&str> = spec.split('$').collect();
+        for part in &parts[..parts.len() - 1] {
+            let name = part.trim_start_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+            let name = &name[name
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |at| at + 1)..];
+            if is_name(name) {
+                names.push(name.to_string());
+            }
+        }
+        rest = &rest[close + 1..];
+    }
+    names
 }
 
 /// The compound assignment operator of `op`, if it is one.
@@ -935,4 +989,16 @@ struct Local {
     kind: VarKind,
     array: bool,
     annotation: Option<syn::Type>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn format_strings_name_the_variables_they_capture() {
+        assert_eq!(
+            super::format_captures("{a} {b:?} {{c}} {} {0} {:>w$.p$} {d:0>width$}"),
+            ["a", "b", "w", "p", "d", "width"]
+        );
+        assert!(super::format_captures("no {{braces}} here").is_empty());
+    }
 }
