@@ -1619,3 +1619,59 @@ mod length_tracked_in_a_loop_without_other_work {
         }
     }
 }
+
+/// Found as program p298 of `--seed 136` (seed 11550866158826476570): a
+/// local `Vec` assigned whole with a longer buffer (`b = s1.to_vec()`) after
+/// loops over its old length. Its old values were not needed, so the adjoint
+/// put back only its adjoint's length, not the buffer's: the reversed loops
+/// read the new length and indexed past the old adjoint ("range end index 4
+/// out of range for slice of length 1"). The buffer the adjoint holds now
+/// gets its old length back too.
+mod regrown {
+    use super::*;
+
+    macro_rules! regrown {
+        ($name:ident, $engine:ident) => {
+            #[differentiate($engine)]
+            pub fn $name(x0: f64, s0: &[f64], s1: &[f64], k: usize) -> f64 {
+                let mut b: Vec<f64> = s0.iter().map(|&u| u * x0).collect();
+                for _ in 0..2 {
+                    for i in 0..b.len() {
+                        b[i] = (x0 * x0 + 0.5).tanh();
+                    }
+                }
+                b = s1.to_vec();
+                b[k % b.len()] * x0 + b[(k + 1) % b.len()].atan()
+            }
+        };
+    }
+    regrown!(regrown, compiled);
+    regrown!(regrown_tape, tape);
+
+    #[test]
+    fn a_buffer_assigned_a_longer_one_gets_its_old_length_back() {
+        let flat = |g: regrown::Grad| [vec![g.x0], g.s0, g.s1].concat();
+        for (s0, s1) in [
+            (vec![0.4], vec![0.3, -0.2, 0.9, 0.5]),
+            (vec![0.4, -0.6, 0.2], vec![0.3]),
+            (vec![0.1, 0.2], vec![0.7, -0.4]),
+        ] {
+            for k in 0..4 {
+                let x0 = 0.7;
+                assert!(regrown::tape_stats(x0, &s0, &s1, k).compiled);
+                let (value, g) = regrown::value_and_grad(x0, &s0, &s1, k);
+                assert_eq!(value, regrown(x0, &s0, &s1, k));
+                let got = flat(g);
+                let tape = regrown_tape::grad(x0, &s0, &s1, k);
+                let tape = [vec![tape.x0], tape.s0, tape.s1].concat();
+                assert_close(&got, &tape, "the tape");
+                let (n0, n1) = (s0.len(), s1.len());
+                let fd = finite_difference(
+                    |p| regrown(p[0], &p[1..1 + n0], &p[1 + n0..1 + n0 + n1], k),
+                    &[vec![x0], s0.clone(), s1.clone()].concat(),
+                );
+                assert_close(&got, &fd, "central differences");
+            }
+        }
+    }
+}

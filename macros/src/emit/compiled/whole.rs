@@ -285,7 +285,12 @@ impl Passes<'_> {
             quote!(#restore let #old_length: usize = #name.len();)
         } else if self.keeps_length(stmt, var, first) {
             let pop = self.pop_bits(quote!(usize));
-            let resize = self.analysis.plan.restored[var]
+            // The buffer the adjoint holds gets its old length back: for
+            // the old elements earlier writes put back (restored), and for
+            // statements before that read its length (a loop over it)
+            // even where none of its old values is read.
+            let plan = &self.analysis.plan;
+            let resize = (plan.restored[var] || plan.needed(var))
                 .then(|| quote!(#name.resize(#old_length, ::deltad::__private::Scalar::zero());));
             // The length statements before this one read.
             let track = self.tracks_length(var).then(|| {
