@@ -1675,3 +1675,53 @@ mod regrown {
         }
     }
 }
+
+/// Found as program p44 of `--seed 137` (seed 1366232389236752169): a loop
+/// over `0..b.len()` whose body assigns `b` a buffer of another length. The
+/// loop was reversed with its range read again in the adjoint, where `b`
+/// had the length of the last assignment: one iteration fewer than the
+/// forward pass ran ("the adjoint left values its forward pass kept"). A
+/// range reading the length of a buffer assigned whole inside the loop is
+/// not settled now.
+mod reassigned_in_its_loop {
+    use super::*;
+
+    macro_rules! reassigned {
+        ($name:ident $(, $engine:ident)?) => {
+            #[differentiate$(($engine))?]
+            pub fn $name(x0: f64, s0: &[f64], k: usize) -> f64 {
+                let mut b = vec![-0.31_f64; 6];
+                let mut total = 0.0;
+                for i in 0..b.len() {
+                    let at = i % b.len();
+                    b[at] = (x0 * (i as f64 + 1.0)).sin();
+                    total += b[at] * b[(at + 1) % b.len()];
+                    b = s0.to_owned();
+                }
+                total + b[k % b.len()].tanh() * x0
+            }
+        };
+    }
+    // (Its own engine: such a loop whose variable the adjoint reads keeps
+    // the function on the tape.)
+    reassigned!(reassigned);
+    reassigned!(reassigned_tape, tape);
+
+    #[test]
+    fn a_loop_over_a_buffer_it_reassigns_runs_back_as_often_as_forward() {
+        let s0 = [0.3, -0.2, 0.9, 0.5, 0.1];
+        for k in 0..4 {
+            let x0 = 0.7;
+            let (value, g) = reassigned::value_and_grad(x0, &s0, k);
+            assert_eq!(value, reassigned(x0, &s0, k));
+            let got = [vec![g.x0], g.s0].concat();
+            let tape = reassigned_tape::grad(x0, &s0, k);
+            assert_close(&got, &[vec![tape.x0], tape.s0].concat(), "the tape");
+            let fd = finite_difference(
+                |p| reassigned(p[0], &p[1..6], k),
+                &[vec![x0], s0.to_vec()].concat(),
+            );
+            assert_close(&got, &fd, "central differences");
+        }
+    }
+}

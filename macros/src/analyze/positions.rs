@@ -23,6 +23,8 @@ pub(crate) struct Positions {
     /// The statements writing each variable (assignments, element
     /// assignments), not its declaration.
     pub writes: Vec<Vec<StmtId>>,
+    /// The statements assigning each variable whole (`v = ..;`).
+    pub whole_writes: Vec<Vec<StmtId>>,
     /// True for loop statements.
     is_loop: Vec<bool>,
 }
@@ -33,6 +35,7 @@ impl Positions {
             path: vec![Vec::new(); function.stmt_count],
             declared_in: vec![function.body.id; function.vars.len()],
             writes: vec![Vec::new(); function.vars.len()],
+            whole_writes: vec![Vec::new(); function.vars.len()],
             is_loop: vec![false; function.stmt_count],
         };
         positions.walk_block(&function.body, &mut Vec::new());
@@ -55,7 +58,12 @@ impl Positions {
         self.path[stmt.id] = path.clone();
         match &stmt.kind {
             StmtKind::Let { var, .. } => self.declared_in[*var] = block.id,
-            StmtKind::Assign { place, .. } => self.writes[place.var()].push(stmt.id),
+            StmtKind::Assign { place, .. } => {
+                self.writes[place.var()].push(stmt.id);
+                if let crate::ir::Place::Var(var) = place {
+                    self.whole_writes[*var].push(stmt.id);
+                }
+            }
             StmtKind::For { var, body, .. } => {
                 if let Some(var) = var {
                     self.declared_in[*var] = body.id;
@@ -101,6 +109,17 @@ impl Positions {
                 (Some(ws), Some(ps)) => return ws.block == ps.block && ws.index > ps.index,
             }
         }
+    }
+
+    /// True if a statement assigns buffer `var` whole inside `point` (a
+    /// loop whose range reads `var.len()`: the length when the adjoint
+    /// comes back to the loop is not the one it started with).
+    pub(crate) fn reassigned_inside(&self, var: VarId, point: StmtId) -> bool {
+        let p = &self.path[point];
+        self.whole_writes[var].iter().any(|&write| {
+            let w = &self.path[write];
+            w.len() >= p.len() && w[..p.len()] == p[..]
+        })
     }
 
     /// True if no write of `var` can run after `point`: the value `var`

@@ -738,6 +738,9 @@ impl<'a> Planner<'a> {
             ExprKind::Var(var) | ExprKind::Elem(var, _) => {
                 settled &= self.positions.settled(*var, at)
             }
+            // A length is restored with its buffer by the reverse of the
+            // whole assignments after `at`, not of those inside it.
+            ExprKind::Len(var) => settled &= !self.positions.reassigned_inside(*var, at),
             ExprKind::Opaque { reads, .. } => {
                 settled &= reads.iter().all(|v| self.positions.settled(*v, at))
             }
