@@ -66,6 +66,38 @@ fn inputs_and_adjoints_round_trip() {
     let _ = Shape::Empty.input(&tape);
 }
 
+/// Two values are shaped alike when their buffers have the same lengths
+/// and their variants are the same; `#[no_grad]` fields and discrete ones
+/// do not count.
+#[test]
+fn shapes_compare_leaf_by_leaf() {
+    let body = |weights: usize, label: &str, count: usize| Body {
+        position: Vec3 {
+            x: 1.0,
+            y: 2.0,
+            z: 3.0,
+        },
+        weights: vec![0.5; weights],
+        label: label.into(),
+        count,
+    };
+    assert!(body(2, "a", 1).same_shape(&body(2, "b", 9)));
+    assert!(!body(2, "a", 1).same_shape(&body(3, "a", 1)));
+    let (circle, rect) = (Shape::Circle(1.0), Shape::Rect { w: 2.0, h: 3.0 });
+    assert!(circle.same_shape(&Shape::Circle(-4.0)));
+    assert!(!circle.same_shape(&rect));
+    assert!(!rect.same_shape(&Shape::Empty));
+    assert!(Shape::Empty.same_shape(&Shape::Empty));
+    // Nested buffers: the same 4 reals, split 2 + 2 or 1 + 3.
+    let rows = |a: usize, b: usize| vec![vec![0.0; a], vec![0.0; b]];
+    assert!(Differentiable::<f64>::same_shape(&rows(2, 2), &rows(2, 2)));
+    assert!(!Differentiable::<f64>::same_shape(&rows(2, 2), &rows(1, 3)));
+    let some = |n: usize| Some((vec![1.0; n], 2.0));
+    assert!(Differentiable::<f64>::same_shape(&some(2), &some(2)));
+    assert!(!Differentiable::<f64>::same_shape(&some(2), &some(3)));
+    assert!(!Differentiable::<f64>::same_shape(&some(0), &None));
+}
+
 // Types named like the generated code's type parameters (issue: the derive
 // named its own parameters `S` and `T`, so these did not compile).
 mod single_letter_names {

@@ -295,6 +295,35 @@ fn nested_rows(rows: &[Vec<f64>]) -> f64 {
     s
 }
 
+/// Weights and biases of other lengths: a user type holding buffers.
+#[derive(Clone, Debug, PartialEq, Differentiable)]
+struct Layer {
+    w: Vec<f64>,
+    b: Vec<f64>,
+}
+
+/// A layer's energy at `x`, compiled.
+#[differentiate(compiled)]
+fn layer_energy(layer: &Layer, x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..layer.w.len() {
+        let z = layer.w[i] * x[i] + layer.b[i % layer.b.len()];
+        s += z.tanh() * z;
+    }
+    s
+}
+
+/// The same on the tape.
+#[differentiate(tape)]
+fn layer_energy_tape(layer: &Layer, x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..layer.w.len() {
+        let z = layer.w[i] * x[i] + layer.b[i % layer.b.len()];
+        s += z.tanh() * z;
+    }
+    s
+}
+
 /// The message of the panic `f` raises.
 fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
     let payload = std::panic::catch_unwind(f).expect_err("a misshapen tangent must be refused");
@@ -309,9 +338,9 @@ fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
 /// parameter has, even with as many reals in all, is refused, naming the
 /// parameter, by every function taking tangents on both engines: read end
 /// to end, it would be another direction (`a` one real too long and `b` one
-/// too short would move a real from one parameter to the other). (Within
-/// one parameter of a user or nested type only the count is checked: its
-/// reals are read in leaf order.)
+/// too short would move a real from one parameter to the other). Within
+/// one parameter of a nested or user type, the buffers inside must have the
+/// parameter's lengths too (`misshapen_insides_are_refused`).
 #[test]
 fn misshapen_tangents_are_refused() {
     let v = points(7);
@@ -401,6 +430,139 @@ fn misshapen_tangents_are_refused() {
         two_slices::jvps(&x, &y, std::slice::from_ref(&fine)).1[0],
         two_slices::jvp(&x, &y, &fine).1
     );
+}
+
+/// A tangent of a nested or user type with as many reals as its parameter
+/// but buffers of other lengths inside is refused, naming the parameter, on
+/// both engines; one shaped like its parameter gives the derivative along
+/// it (against central differences).
+#[test]
+fn misshapen_insides_are_refused() {
+    let expected =
+        |which: &str, param: &str| format!("{which} is shaped otherwise than `{param}` inside");
+    // Rows of 3 and 3 reals, a tangent of rows of 2 and 4.
+    let rows = vec![points(3), points(3)];
+    let split = nested_rows::Grad {
+        rows: vec![vec![1.0; 2], vec![1.0; 4]],
+    };
+    let message = panic_message(|| {
+        nested_rows::jvp(&rows, &split);
+    });
+    assert!(
+        message.contains(&expected("the tangent", "rows")),
+        "nested jvp: {message}"
+    );
+    let message = panic_message(|| {
+        nested_rows::jvps(&rows, &[split.clone(), split.clone()]);
+    });
+    assert!(
+        message.contains(&expected("tangent 0", "rows")),
+        "nested jvps: {message}"
+    );
+    let message = panic_message(|| {
+        nested_rows::hvp(&rows, &split);
+    });
+    assert!(
+        message.contains(&expected("the tangent", "rows")),
+        "nested hvp: {message}"
+    );
+    // A user type: `w` of 3 reals and `b` of 1, a tangent of 2 and 2.
+    let layer = Layer {
+        w: vec![0.3, -0.7, 1.1],
+        b: vec![0.2],
+    };
+    let x = points(3);
+    let split = |w: usize, b: usize| Layer {
+        w: vec![0.5; w],
+        b: vec![-0.25; b],
+    };
+    let message = panic_message(|| {
+        layer_energy::jvp(
+            &layer,
+            &x,
+            &layer_energy::Grad {
+                layer: split(2, 2),
+                x: vec![0.0; 3],
+            },
+        );
+    });
+    assert!(
+        message.contains(&expected("the tangent", "layer")),
+        "struct jvp: {message}"
+    );
+    let message = panic_message(|| {
+        layer_energy::hvps(
+            &layer,
+            &x,
+            &[
+                layer_energy::Grad {
+                    layer: split(3, 1),
+                    x: vec![0.0; 3],
+                },
+                layer_energy::Grad {
+                    layer: split(2, 2),
+                    x: vec![0.0; 3],
+                },
+            ],
+        );
+    });
+    assert!(
+        message.contains(&expected("tangent 1", "layer")),
+        "struct hvps: {message}"
+    );
+    let message = panic_message(|| {
+        layer_energy_tape::jvp(
+            &layer,
+            &x,
+            &layer_energy_tape::Grad {
+                layer: split(2, 2),
+                x: vec![0.0; 3],
+            },
+        );
+    });
+    assert!(
+        message.contains(&expected("the tangent", "layer")),
+        "tape jvp: {message}"
+    );
+    // Shaped like the parameter: the derivative along it, on both engines.
+    let energy = |w: &[f64], b: f64| {
+        layer_energy(
+            &Layer {
+                w: w.to_vec(),
+                b: vec![b],
+            },
+            &x,
+        )
+    };
+    let h = 1e-6;
+    let along = |t: f64| {
+        let w: Vec<f64> = layer.w.iter().map(|w| w + 0.5 * t).collect();
+        energy(&w, layer.b[0] - 0.25 * t)
+    };
+    let central = (along(h) - along(-h)) / (2.0 * h);
+    let (_, compiled) = layer_energy::jvp(
+        &layer,
+        &x,
+        &layer_energy::Grad {
+            layer: split(3, 1),
+            x: vec![0.0; 3],
+        },
+    );
+    let (_, tape) = layer_energy_tape::jvp(
+        &layer,
+        &x,
+        &layer_energy_tape::Grad {
+            layer: split(3, 1),
+            x: vec![0.0; 3],
+        },
+    );
+    // (Central differences with h = 1e-6 on values of order 1: error about
+    // h² + ε/h, below 1e-8.)
+    assert!(
+        (compiled - central).abs() < 1e-7,
+        "{compiled} against {central}"
+    );
+    assert!((tape - compiled).abs() < 1e-12, "{tape} against {compiled}");
 }
 
 #[test]

@@ -303,6 +303,47 @@ impl Generator<'_> {
         }
     }
 
+    /// The body of `same_shape(&self, other)`: the same variant, and each
+    /// differentiated field shaped like the other's.
+    fn same_shape_body(&self, shape: &Shape, diff: &TokenStream) -> TokenStream {
+        let arm = |path: TokenStream, fields: &Fields| {
+            let infos: Vec<FieldInfo> = fields_of(fields)
+                .into_iter()
+                .filter(|f| !f.constant)
+                .collect();
+            let side = |suffix: &str| -> Vec<Ident> {
+                infos
+                    .iter()
+                    .map(|f| format_ident!("{}{}", f.binding, suffix, span = Span::mixed_site()))
+                    .collect()
+            };
+            let (left, right) = (side("_l"), side("_r"));
+            let members: Vec<&syn::Member> = infos.iter().map(|f| &f.member).collect();
+            let checks = infos.iter().zip(&left).zip(&right).map(|((f, l), r)| {
+                let ty = f.ty;
+                quote!(&& <#ty as #diff>::same_shape(#l, #r))
+            });
+            quote! {
+                (#path { #(#members: #left,)* .. }, #path { #(#members: #right,)* .. }) => true #(#checks)*
+            }
+        };
+        match shape {
+            Shape::Struct(fields) => {
+                let name = self.name;
+                let arm = arm(quote!(#name), fields);
+                quote!(match (self, other) { #arm })
+            }
+            Shape::Enum(variants) => {
+                let name = self.name;
+                let arms = variants.iter().map(|v| {
+                    let ident = &v.ident;
+                    arm(quote!(#name::#ident), &v.fields)
+                });
+                quote!(match (self, other) { #(#arms,)* _ => false })
+            }
+        }
+    }
+
     fn generate(&self, shape: &Shape) -> TokenStream {
         let Generator {
             name,
@@ -505,6 +546,7 @@ impl Generator<'_> {
         });
         let seed = self.seed_body(shape, &diff);
         let twin_layout = self.twin_layout(shape, &diff);
+        let same_shape = self.same_shape_body(shape, &diff);
 
         quote! {
             #[doc(hidden)]
@@ -585,6 +627,10 @@ impl Generator<'_> {
                 }
                 fn to_twin(&self) -> #twin<#p> {
                     #to_twin
+                }
+                #[allow(unreachable_patterns)]
+                fn same_shape(&self, other: &Self) -> bool {
+                    #same_shape
                 }
             }
 

@@ -123,6 +123,14 @@ pub trait Differentiable<P: Primitive>: Sized {
     /// The twin of machine floats of this value (a seed given in the user's type).
     fn to_twin(&self) -> Self::Twin<P>;
 
+    /// True if `other` is shaped like `self`, so that their reals
+    /// correspond leaf by leaf: the same lengths of the buffers inside, the
+    /// same variants (a tangent given in the user's type is checked against
+    /// its parameter so). By default, the same number of reals.
+    fn same_shape(&self, other: &Self) -> bool {
+        crate::check::real_count(self) == crate::check::real_count(other)
+    }
+
     /// Set where a value of `Self` is laid out exactly as its twin in a
     /// compiled pass on machine floats, `Self::Twin<Active<P>>` (checked by
     /// `#[derive(Differentiable)]`): the pass then reads a buffer of values
@@ -235,6 +243,10 @@ macro_rules! float_leaf {
             fn to_twin(&self) -> $p {
                 *self
             }
+            #[inline]
+            fn same_shape(&self, _: &$p) -> bool {
+                true
+            }
         }
     )*};
 }
@@ -287,6 +299,9 @@ macro_rules! discrete_leaf {
             }
             fn to_twin(&self) -> $t {
                 self.clone()
+            }
+            fn same_shape(&self, _: &$t) -> bool {
+                true
             }
         }
     )*};
@@ -385,6 +400,9 @@ impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Vec<E> {
     fn to_twin(&self) -> Self::Twin<P> {
         self.iter().map(E::to_twin).collect()
     }
+    fn same_shape(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a.same_shape(b))
+    }
 }
 
 impl<P: Primitive, E: Differentiable<P>, const N: usize> Differentiable<P> for [E; N] {
@@ -459,6 +477,9 @@ impl<P: Primitive, E: Differentiable<P>, const N: usize> Differentiable<P> for [
     fn to_twin(&self) -> Self::Twin<P> {
         self.each_ref().map(E::to_twin)
     }
+    fn same_shape(&self, other: &Self) -> bool {
+        self.iter().zip(other).all(|(a, b)| a.same_shape(b))
+    }
 }
 
 impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Option<E> {
@@ -528,6 +549,12 @@ impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Option<E> {
     }
     fn to_twin(&self) -> Self::Twin<P> {
         self.as_ref().map(E::to_twin)
+    }
+    fn same_shape(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Some(a), Some(b)) => a.same_shape(b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
     }
 }
 
@@ -605,6 +632,12 @@ impl<P: Primitive, T: Differentiable<P>, E: Clone> Differentiable<P> for Result<
     fn to_twin(&self) -> Self::Twin<P> {
         self.as_ref().map(T::to_twin).map_err(E::clone)
     }
+    fn same_shape(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Ok(a), Ok(b)) => a.same_shape(b),
+            (a, b) => a.is_err() && b.is_err(),
+        }
+    }
 }
 
 macro_rules! tuple {
@@ -657,6 +690,9 @@ macro_rules! tuple {
             }
             fn to_twin(&self) -> Self::Twin<P> {
                 ($(self.$i.to_twin(),)+)
+            }
+            fn same_shape(&self, other: &Self) -> bool {
+                true $(&& self.$i.same_shape(&other.$i))+
             }
         }
     )*};

@@ -133,6 +133,27 @@ pub fn check_tangent(got: usize, expected: usize, tangent: Option<usize>, param:
     }
 }
 
+/// Panics unless a tangent's field for parameter `param`, of a nested or
+/// user type, is shaped like the parameter (`same`, from
+/// [`Differentiable::same_shape`](crate::Differentiable::same_shape)): with
+/// as many reals in all but buffers of other lengths inside, its reals
+/// would be read for other leaves.
+#[inline]
+pub fn check_tangent_shape(same: bool, tangent: Option<usize>, param: &str) {
+    if !same {
+        misshapen_inside(tangent, param);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn misshapen_inside(tangent: Option<usize>, param: &str) -> ! {
+    let which = tangent.map_or_else(|| "the tangent".to_string(), |k| format!("tangent {k}"));
+    panic!(
+        "deltad: {which} is shaped otherwise than `{param}` inside (as many reals, in buffers of other lengths)"
+    )
+}
+
 #[cold]
 #[inline(never)]
 fn misshapen_tangent(got: usize, expected: usize, tangent: Option<usize>, param: &str) -> ! {

@@ -178,9 +178,9 @@ pub mod __private {
     pub use crate::dual::Dual;
     pub use crate::dual_vec::DualVec;
     pub use crate::forward::{
-        check_tangent, chunked_passes, direction_pieces, dual_constant, dual_input,
-        forward_tangent, forward_value, split_duals, store_column, store_columns, ChunkSeeds,
-        Seeds, Tangent, TangentSeeds, CHUNK, HALF_CHUNK, QUARTER_CHUNK,
+        check_tangent, check_tangent_shape, chunked_passes, direction_pieces, dual_constant,
+        dual_input, forward_tangent, forward_value, split_duals, store_column, store_columns,
+        ChunkSeeds, Seeds, Tangent, TangentSeeds, CHUNK, HALF_CHUNK, QUARTER_CHUNK,
     };
     pub use crate::generic_forward::{generic_forward, ForwardArg, ForwardSeeds};
     pub use crate::graph::{InputLabel, TapeGraph};

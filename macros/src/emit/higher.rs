@@ -312,23 +312,54 @@ impl Generator<'_> {
     /// `Option<usize>`: which of many tangents it is, for the message). A
     /// tangent shaped otherwise would be read across the parameters'
     /// boundaries, a wrong direction rather than an error.
+    /// (Within a parameter of a nested or user type, the reals must also
+    /// lie in buffers of the same lengths: `Differentiable::same_shape`.)
     pub(super) fn tangent_checks(&self, tangent: &TokenStream, index: &TokenStream) -> TokenStream {
         let prim = &self.prim;
         let checks = self.signature.params.iter().filter_map(|param| {
             let name = &param.name;
-            let got = match &param.kind {
+            let label = name.to_string();
+            let (got, inside) = match &param.kind {
                 // Shaped by their types.
                 ParamKind::Real | ParamKind::Array { .. } | ParamKind::ArrayRef { .. } => {
                     return None
                 }
-                ParamKind::Structured { value, .. } | ParamKind::InOut { value, .. } => {
-                    quote!(::deltad::__private::real_count::<#prim, #value>(&#tangent.#name))
+                ParamKind::Structured { value, passing } | ParamKind::InOut { value, passing } => {
+                    let field = quote!(#tangent.#name);
+                    let diff = |ty: &syn::Type| quote!(<#ty as ::deltad::__private::Differentiable<#prim>>);
+                    let same = match passing {
+                        Passing::Value => {
+                            let diff = diff(value);
+                            quote!(#diff::same_shape(&#field, &#name))
+                        }
+                        Passing::Ref => {
+                            let diff = diff(value);
+                            quote!(#diff::same_shape(&#field, &*#name))
+                        }
+                        Passing::View => {
+                            let diff = diff(value);
+                            quote!(#diff::same_shape(&#field, &#name.to_owned()))
+                        }
+                        Passing::Slice { elem } => {
+                            let diff = diff(elem);
+                            quote! {
+                                #field.len() == #name.len()
+                                    && #name.iter().zip(#field.iter()).all(|(p, t)| #diff::same_shape(t, p))
+                            }
+                        }
+                    };
+                    (
+                        quote!(::deltad::__private::real_count::<#prim, #value>(&#field)),
+                        Some(quote!(::deltad::__private::check_tangent_shape(#same, #index, #label);)),
+                    )
                 }
-                _ => quote!(#tangent.#name.len()),
+                _ => (quote!(#tangent.#name.len()), None),
             };
             let expected = self.param_count(param)?;
-            let label = name.to_string();
-            Some(quote!(::deltad::__private::check_tangent(#got, #expected, #index, #label);))
+            Some(quote! {
+                ::deltad::__private::check_tangent(#got, #expected, #index, #label);
+                #inside
+            })
         });
         quote!(#(#checks)*)
     }

@@ -905,6 +905,9 @@ macro_rules! differentiable_matrix {
             fn to_twin(&self) -> Self::Twin<P> {
                 self.build(&mut |x| x)
             }
+            fn same_shape(&self, other: &Self) -> bool {
+                self.shape() == other.shape()
+            }
         }
 
         impl<'t, S: Scalar<Prim = P>, P: Primitive + ::nalgebra::Scalar, $($gen)*> IntoDual<'t, S, P, $ty> for $ty {

@@ -996,6 +996,9 @@ macro_rules! differentiable_array {
             fn to_twin(&self) -> Self::Twin<P> {
                 self.build(&mut |x| x)
             }
+            fn same_shape(&self, other: &Self) -> bool {
+                self.shape() == other.shape()
+            }
         }
 
         impl<'t, S: Scalar<Prim = P>, P: Primitive> IntoDual<'t, S, P, $ty<P>> for $ty<P> {
