@@ -2951,3 +2951,73 @@ fn iterator_chains_collected_into_buffers() {
         assert_close_tol(&h.w, &h_tape.w, 1e-12, "hvp w");
     }
 }
+
+// Element writes whose adjoints leave their element's adjoint as it was,
+// as nothing reads it again (`resets.rs`: each element written once: `z`,
+// its first element apart from the loop's; `v`, shifted by one; `t`, new in
+// each iteration), beside ones that must reset it: an element written
+// twice (`w[1]`), a loop inside another (`u`), an element added to before
+// it is set (`p`), a literal index inside a loop's range (`q[2]`).
+both!(written_once, written_once_tape, fn(x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut z = vec![0.0; n];
+    z[0] = x[0] * 2.0;
+    for i in 1..n {
+        z[i] = x[i] * z[i - 1].sin();
+    }
+    let mut w = vec![1.0; n];
+    for i in 0..n {
+        w[i] = z[i].cos() * x[i];
+    }
+    w[1] = w[1] * x[0];
+    let mut v = vec![0.0; n];
+    v[0] = x[n - 1];
+    for i in 0..n - 1 {
+        v[i + 1] = w[i] + x[i] * x[i];
+    }
+    let mut s = 0.0;
+    for k in 0..n {
+        let mut t = vec![0.0; 2];
+        t[0] = v[k] * v[k];
+        t[1] = t[0] * x[k];
+        s += t[0] + t[1];
+    }
+    let mut u = vec![0.0; n];
+    for _ in 0..3 {
+        for i in 0..n {
+            u[i] = u[i] * 0.5 + z[i] * x[i];
+        }
+    }
+    let mut p = vec![0.0; n];
+    for i in 0..n {
+        p[i] += v[i] * 3.0;
+        s += p[i] * p[i];
+        p[i] = x[i] * p[i];
+    }
+    let mut q = vec![0.0; n];
+    q[2] = x[1] * x[2];
+    s += q[2] * q[2];
+    for i in 1..n {
+        q[i] = q[i].sin() + v[i];
+    }
+    for i in 0..n {
+        s += u[i] * w[i] + p[i] * q[i];
+    }
+    s
+});
+
+#[test]
+fn element_adjoints_are_reset_where_an_earlier_write_reads_them() {
+    let mut rng = Rng::new(31);
+    let x = rng.vec(7, -1.0, 1.0);
+    let (g, tape_g) = agree!(written_once, written_once_tape, (&x), "written once");
+    same(&g.x, &tape_g.x, "written once: the tape");
+    check_gradient(written_once, &x, &g.x, "written once");
+    let tangent = rng.vec(7, -1.0, 1.0);
+    let dot: f64 = g.x.iter().zip(&tangent).map(|(g, t)| g * t).sum();
+    let (_, along) = written_once::jvp(&x, &written_once::Grad { x: tangent.clone() });
+    near(along, dot, 1e-12, "written once: jvp against the gradient");
+    let hv = written_once::hvp(&x, &written_once::Grad { x: tangent.clone() }).x;
+    let tape_hv = written_once_tape::hvp(&x, &written_once_tape::Grad { x: tangent }).x;
+    assert_close_tol(&hv, &tape_hv, 1e-10, "written once: hvp");
+}

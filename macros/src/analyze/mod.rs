@@ -3,8 +3,9 @@
 //! point (a differentiated value is a real; a field used as a real is
 //! differentiated); the fields of user types whose type stays unknown;
 //! positions (which writes can run after a statement); and the reverse plan
-//! (what the adjoint reads and how the forward pass keeps it for it, and
-//! which new buffers it makes without filling them). Each only reads the
+//! (what the adjoint reads and how the forward pass keeps it for it,
+//! which new buffers it makes without filling them, and which element
+//! writes leave their element's adjoint unreset). Each only reads the
 //! IR.
 
 pub(crate) mod activity;
@@ -16,6 +17,7 @@ pub(crate) mod moves;
 pub(crate) mod narrow;
 pub(crate) mod overwritten;
 pub(crate) mod positions;
+pub(crate) mod resets;
 pub(crate) mod reverse;
 pub(crate) mod saves;
 pub(crate) mod types;
@@ -57,6 +59,7 @@ pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Anal
     plan.saves = saves::decide(function, &plan, &reads, &positions);
     plan.kept_before = loop_saves::decide(function, &mut plan, &active);
     plan.scratch = overwritten::decide(function, &plan, &positions);
+    plan.no_reset = resets::decide(function, &active);
     Ok(Analysis {
         active,
         types,

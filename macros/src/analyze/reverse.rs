@@ -94,6 +94,9 @@ pub(crate) struct Plan {
     /// Per local buffer: nothing moves it (`moves.rs`), so the forward
     /// pass gives its memory back where its block ends, unless it keeps it.
     pub never_moved: Vec<bool>,
+    /// Per statement (an element set): the adjoint leaves the element's
+    /// adjoint as it read it, as nothing reads it again (`resets.rs`).
+    pub no_reset: Vec<bool>,
 }
 
 impl Plan {
@@ -167,6 +170,7 @@ pub(crate) fn plan(
             index_needed: vec![false; function.loops.len()],
             moved: Vec::new(),
             never_moved: super::moves::never_moved(function),
+            no_reset: vec![false; stmts],
         },
         reads: Vec::new(),
         forced: vec![false; vars],

@@ -988,8 +988,11 @@ impl Passes<'_> {
                 AssignOp::Set => {
                     let zero = self.zero();
                     adjoint_expr.propagate(value, quote!(#t));
+                    // (Not where nothing reads the element's adjoint
+                    // again: `resets.rs`.)
+                    let reset = (!plan.no_reset[stmt]).then(|| quote!(#target_adjoint = #zero;));
                     (
-                        quote!(let #t: #a = #target_adjoint; #target_adjoint = #zero;),
+                        quote!(let #t: #a = #target_adjoint; #reset),
                         adjoint_expr.finish(),
                     )
                 }
