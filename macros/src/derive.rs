@@ -524,6 +524,14 @@ impl Generator<'_> {
             quote!(),
             true,
         );
+        let from_active_twin = leafwise(
+            quote!(twin),
+            &twin_path,
+            &name_path,
+            quote!(from_active_twin),
+            quote!(),
+            true,
+        );
         let to_twin = leafwise(
             user,
             &name_path,
@@ -627,6 +635,9 @@ impl Generator<'_> {
                 }
                 fn to_twin(&self) -> #twin<#p> {
                     #to_twin
+                }
+                fn from_active_twin(twin: #twin<#private::Active<#p>>) -> Self {
+                    #from_active_twin
                 }
                 #[allow(unreachable_patterns)]
                 fn same_shape(&self, other: &Self) -> bool {

@@ -13,6 +13,7 @@
 //! deltas), `seed` (the dot with δt), `adjoint` (lookup), `value`, and
 //! `from_twin` to hand a gradient back in the user's own type.
 
+use crate::compiled::Active;
 use crate::real::Real;
 use crate::scalar::{Primitive, Scalar};
 use crate::tape::{DeltaId, Tape};
@@ -122,6 +123,14 @@ pub trait Differentiable<P: Primitive>: Sized {
 
     /// The twin of machine floats of this value (a seed given in the user's type).
     fn to_twin(&self) -> Self::Twin<P>;
+
+    /// The user's type from a compiled adjoint's twin of machine floats, by
+    /// value (a parameter's gradient into its `Grad`): buffers move where
+    /// their elements' twins are laid out as the elements, no copy.
+    #[doc(hidden)]
+    fn from_active_twin(twin: Self::Twin<Active<P>>) -> Self {
+        Self::from_twin(Self::map_twin(&twin, &mut |leaf: &Active<P>| leaf.0))
+    }
 
     /// True if `other` is shaped like `self`, so that their reals
     /// correspond leaf by leaf: the same lengths of the buffers inside, the
@@ -247,6 +256,10 @@ macro_rules! float_leaf {
             fn same_shape(&self, _: &$p) -> bool {
                 true
             }
+            #[inline]
+            fn from_active_twin(twin: Active<$p>) -> $p {
+                twin.0
+            }
         }
     )*};
 }
@@ -302,6 +315,9 @@ macro_rules! discrete_leaf {
             }
             fn same_shape(&self, _: &$t) -> bool {
                 true
+            }
+            fn from_active_twin(twin: $t) -> $t {
+                twin
             }
         }
     )*};
@@ -403,6 +419,10 @@ impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Vec<E> {
     fn same_shape(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a.same_shape(b))
     }
+    fn from_active_twin(twin: Self::Twin<Active<P>>) -> Self {
+        // (Collected in place where the layouts allow: no allocation.)
+        twin.into_iter().map(E::from_active_twin).collect()
+    }
 }
 
 impl<P: Primitive, E: Differentiable<P>, const N: usize> Differentiable<P> for [E; N] {
@@ -480,6 +500,9 @@ impl<P: Primitive, E: Differentiable<P>, const N: usize> Differentiable<P> for [
     fn same_shape(&self, other: &Self) -> bool {
         self.iter().zip(other).all(|(a, b)| a.same_shape(b))
     }
+    fn from_active_twin(twin: Self::Twin<Active<P>>) -> Self {
+        twin.map(E::from_active_twin)
+    }
 }
 
 impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Option<E> {
@@ -555,6 +578,9 @@ impl<P: Primitive, E: Differentiable<P>> Differentiable<P> for Option<E> {
             (Some(a), Some(b)) => a.same_shape(b),
             (a, b) => a.is_none() && b.is_none(),
         }
+    }
+    fn from_active_twin(twin: Self::Twin<Active<P>>) -> Self {
+        twin.map(E::from_active_twin)
     }
 }
 
@@ -638,6 +664,9 @@ impl<P: Primitive, T: Differentiable<P>, E: Clone> Differentiable<P> for Result<
             (a, b) => a.is_err() && b.is_err(),
         }
     }
+    fn from_active_twin(twin: Self::Twin<Active<P>>) -> Self {
+        twin.map(T::from_active_twin)
+    }
 }
 
 macro_rules! tuple {
@@ -693,6 +722,9 @@ macro_rules! tuple {
             }
             fn same_shape(&self, other: &Self) -> bool {
                 true $(&& self.$i.same_shape(&other.$i))+
+            }
+            fn from_active_twin(twin: Self::Twin<Active<P>>) -> Self {
+                ($($t::from_active_twin(twin.$i),)+)
             }
         }
     )*};

@@ -146,12 +146,13 @@ pub mod __private {
     pub use crate::checkpointed_call::{checkpointed_call, CallArgs, OwnedConstant, Rerun};
     pub use crate::compiled::{
         add_twin_gradient, adjoint_twins_of, leaf_constant, read_twin_adjoint,
-        seed_recorded_and_sweep, twin_duals, twin_gradient, twin_lane_seed, twin_leaf_count,
-        twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value, twin_on_tape, twin_unit,
-        twin_value, twin_values, twin_zeros, twin_zeros_like, twins_gradient, twins_of,
-        twins_values, twins_zeros, zeros_like, Active, CopyActive, CopyPlain, FromConstant,
-        LeafCopy, Owned, PlainRead, ReadActive, ReadPlain, RealLeaf, SetLeaf, SinkAt, SinkRef,
-        StructArg, StructParam, StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
+        seed_recorded_and_sweep, twin_duals, twin_gradient, twin_gradient_owned, twin_lane_seed,
+        twin_leaf_count, twin_leaves, twin_of_outputs, twin_of_recorded, twin_of_value,
+        twin_on_tape, twin_unit, twin_value, twin_values, twin_zeros, twin_zeros_like,
+        twins_gradient, twins_of, twins_values, twins_zeros, zeros_like, Active, CopyActive,
+        CopyPlain, FromConstant, LeafCopy, Owned, PlainRead, ReadActive, ReadPlain, RealLeaf,
+        SetLeaf, SinkAt, SinkRef, StructArg, StructParam, StructValueParam, StructsParam, TwinOf,
+        TwinSink, TwinsSink,
     };
     pub use crate::compiled::{
         buffer_lanes_into, buffer_part, checkpoint_segment, copy_into, done_with, lane_seed,

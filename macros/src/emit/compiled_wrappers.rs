@@ -413,7 +413,7 @@ impl Generator<'_> {
                 }
             } else {
                 quote! {
-                    #grad.#name = ::deltad::__private::twin_gradient::<#prim, #value>(&#adjoint, |__deltad_x| __deltad_x);
+                    #grad.#name = ::deltad::__private::twin_gradient_owned::<#prim, #value>(#adjoint);
                 }
             });
         }

@@ -202,6 +202,18 @@ pub fn zeros_like<P: Primitive, T: Differentiable<P>>(value: &T) -> T {
     T::from_twin(value.build(&mut |_| P::ZERO))
 }
 
+/// The value in the user's type whose reals are the adjoint twin's, by
+/// value: buffers move into it (no copy) where their elements are laid out
+/// as their twins.
+#[inline]
+pub fn twin_gradient_owned<P, T>(adjoint: TwinOf<T, P>) -> T
+where
+    P: Primitive + Scalar<Prim = P>,
+    T: Differentiable<P>,
+{
+    T::from_active_twin(adjoint)
+}
+
 /// The value in the user's type whose reals are `part` of the adjoint
 /// twin's leaves (the value itself, a dual number's value or tangent); its
 /// discrete data are the twin's.
