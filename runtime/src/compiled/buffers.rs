@@ -260,10 +260,12 @@ pub fn buffer_lanes_into<P, const N: usize, B, V>(
             column
         })
         .collect();
-    // By blocks that stay in the cache while every column takes its part.
-    for block in elements.chunks(256) {
-        for (k, column) in columns.iter_mut().enumerate() {
-            column.extend(block.iter().map(|element| element.tangents[k]));
+    if !super::streamed::write_lanes(elements, &mut columns) {
+        // By blocks that stay in the cache while every column takes its part.
+        for block in elements.chunks(256) {
+            for (k, column) in columns.iter_mut().enumerate() {
+                column.extend(block.iter().map(|element| element.tangents[k]));
+            }
         }
     }
     for (k, column) in columns.into_iter().enumerate() {

@@ -30,6 +30,7 @@ mod result_use;
 mod reusing;
 mod spares;
 mod stack;
+mod streamed;
 mod structs;
 
 pub use buffers::{
