@@ -6,17 +6,18 @@
 //! a column into the cache, to write it there; non-temporal stores write
 //! whole lines to memory without reading them, a third less traffic: 300 000
 //! elements of 8 lanes took 2.3–2.8 ms per pass with ordinary stores and
-//! 1.0–1.1 ms with these on the development machine, and ht's Jacobian at
-//! its largest workload went from 26–43 to 18–22 ms. Used on x86-64, whose
+//! 1.0–1.1 ms with these on the development machine, and ht's Jacobian went
+//! from 5.9–6.4 to 4.9–5.1 ms at hand10, from 14–15 to 10.9–11.9 ms at
+//! hand11 and from 31–32 to 23–26 ms at hand12. Used on x86-64, whose
 //! every processor has them (SSE2), for 8-byte reals; elsewhere the columns
 //! are written as usual.
 
 use crate::dual_vec::DualVec;
 use crate::scalar::Primitive;
 
-/// Results shorter than this many bytes of columns are written as usual:
-/// they may still be in the cache when the caller reads them.
-const STREAMED_FROM_BYTES: usize = 8 << 20;
+/// Results with fewer bytes of columns than this (a megabyte) are written as
+/// usual: they may still be in the cache when the caller reads them.
+const STREAMED_FROM_BYTES: usize = 1 << 20;
 
 /// Writes lane `k` of every element into `columns[k]` (each empty, with room
 /// for every element) and returns true, where stores past the caches pay;
