@@ -476,49 +476,31 @@ fn misshapen_insides_are_refused() {
         w: vec![0.5; w],
         b: vec![-0.25; b],
     };
+    // Tangents along `layer` alone, for each engine.
+    let compiled = |w, b| layer_energy::Grad {
+        layer: split(w, b),
+        x: vec![0.0; 3],
+    };
+    let tape = |w, b| layer_energy_tape::Grad {
+        layer: split(w, b),
+        x: vec![0.0; 3],
+    };
     let message = panic_message(|| {
-        layer_energy::jvp(
-            &layer,
-            &x,
-            &layer_energy::Grad {
-                layer: split(2, 2),
-                x: vec![0.0; 3],
-            },
-        );
+        layer_energy::jvp(&layer, &x, &compiled(2, 2));
     });
     assert!(
         message.contains(&expected("the tangent", "layer")),
         "struct jvp: {message}"
     );
     let message = panic_message(|| {
-        layer_energy::hvps(
-            &layer,
-            &x,
-            &[
-                layer_energy::Grad {
-                    layer: split(3, 1),
-                    x: vec![0.0; 3],
-                },
-                layer_energy::Grad {
-                    layer: split(2, 2),
-                    x: vec![0.0; 3],
-                },
-            ],
-        );
+        layer_energy::hvps(&layer, &x, &[compiled(3, 1), compiled(2, 2)]);
     });
     assert!(
         message.contains(&expected("tangent 1", "layer")),
         "struct hvps: {message}"
     );
     let message = panic_message(|| {
-        layer_energy_tape::jvp(
-            &layer,
-            &x,
-            &layer_energy_tape::Grad {
-                layer: split(2, 2),
-                x: vec![0.0; 3],
-            },
-        );
+        layer_energy_tape::jvp(&layer, &x, &tape(2, 2));
     });
     assert!(
         message.contains(&expected("the tangent", "layer")),
@@ -540,22 +522,8 @@ fn misshapen_insides_are_refused() {
         energy(&w, layer.b[0] - 0.25 * t)
     };
     let central = (along(h) - along(-h)) / (2.0 * h);
-    let (_, compiled) = layer_energy::jvp(
-        &layer,
-        &x,
-        &layer_energy::Grad {
-            layer: split(3, 1),
-            x: vec![0.0; 3],
-        },
-    );
-    let (_, tape) = layer_energy_tape::jvp(
-        &layer,
-        &x,
-        &layer_energy_tape::Grad {
-            layer: split(3, 1),
-            x: vec![0.0; 3],
-        },
-    );
+    let (_, compiled) = layer_energy::jvp(&layer, &x, &compiled(3, 1));
+    let (_, tape) = layer_energy_tape::jvp(&layer, &x, &tape(3, 1));
     // (Central differences with h = 1e-6 on values of order 1: error about
     // h² + ε/h, below 1e-8.)
     assert!(
