@@ -3021,3 +3021,49 @@ fn element_adjoints_are_reset_where_an_earlier_write_reads_them() {
     let tape_hv = written_once_tape::hvp(&x, &written_once_tape::Grad { x: tangent }).x;
     assert_close_tol(&hv, &tape_hv, 1e-10, "written once: hvp");
 }
+
+// Loops whose bounds their bodies change and whose variables the adjoint
+// reads (`b` assigned whole inside a loop over `0..b.len()`; `m` counted
+// down inside a loop over `(1..=m).rev()`, which may be left early): each
+// keeps its bounds with its trip count, and the adjoint runs back over
+// them.
+both!(moving_bounds, moving_bounds_tape, fn(x: &[f64], s: &[f64], limit: f64) -> f64 {
+    let mut b = x.to_vec();
+    let mut total = 0.0;
+    for i in 0..b.len() {
+        total += b[i % b.len()] * (i as f64 + 1.0).sqrt() * x[i % x.len()];
+        b = s.to_vec();
+    }
+    let mut m = x.len() - 1;
+    for j in (1..=m).rev() {
+        total += x[j % x.len()].sin() * j as f64 * b[j % b.len()];
+        if m > 1 {
+            m -= 1;
+        }
+        if total > limit {
+            break;
+        }
+    }
+    total + b[0] * m as f64
+});
+
+#[test]
+fn loops_whose_bounds_change_keep_them() {
+    let mut rng = Rng::new(41);
+    for (n, k, limit) in [(5, 3, 100.0), (4, 6, 100.0), (6, 2, 0.5)] {
+        let (x, s) = (rng.vec(n, 0.2, 1.0), rng.vec(k, -1.0, 1.0));
+        let what = format!("moving bounds, n = {n}, k = {k}, limit = {limit}");
+        let (g, tape_g) = agree!(moving_bounds, moving_bounds_tape, (&x, &s, limit), &what);
+        same(&g.x, &tape_g.x, &what);
+        same(&g.s, &tape_g.s, &what);
+        let mut got = g.x.clone();
+        got.extend(&g.s);
+        let point = [x.clone(), s.clone()].concat();
+        check_gradient(
+            |p| moving_bounds(&p[..n], &p[n..], limit),
+            &point,
+            &got,
+            &what,
+        );
+    }
+}

@@ -1702,9 +1702,9 @@ mod reassigned_in_its_loop {
             }
         };
     }
-    // (Its own engine: such a loop whose variable the adjoint reads keeps
-    // the function on the tape.)
-    reassigned!(reassigned);
+    // (Compiled: such a loop, whose variable the adjoint reads, keeps its
+    // bounds with its trip count.)
+    reassigned!(reassigned, compiled);
     reassigned!(reassigned_tape, tape);
 
     #[test]

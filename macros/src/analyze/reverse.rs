@@ -17,8 +17,9 @@
 //! * Control flow: an `if`'s decision is evaluated again if its condition
 //!   is settled, else kept; a `match` keeps its arm; a `for` over a range
 //!   with settled bounds and no early exit runs backwards over the same
-//!   range, other loops keep their trip count; a block that can be left
-//!   early keeps where it was left.
+//!   range, other loops keep their trip count (and a `for` loop whose body
+//!   changes its bounds, its bounds, where the adjoint reads its variable);
+//!   a block that can be left early keeps where it was left.
 
 use crate::analyze::keep::Kept;
 use crate::analyze::positions::Positions;
@@ -87,6 +88,9 @@ pub(crate) struct Plan {
     pub codes: Vec<bool>,
     /// Per loop: the adjoint needs the loop variable.
     pub index_needed: Vec<bool>,
+    /// Per loop (a counted `for` whose variable the adjoint needs): its
+    /// bounds, which its body changes, are kept with its trip count.
+    pub bounds_kept: Vec<bool>,
     /// Per local buffer: moved into another variable by the last statement
     /// of its block (`moves.rs`), where the adjoint makes its adjoint, by
     /// moving, unless the adjoint has its values or keeps its length.
@@ -168,6 +172,7 @@ pub(crate) fn plan(
             has_reverse: vec![false; stmts],
             codes: vec![false; function.block_count],
             index_needed: vec![false; function.loops.len()],
+            bounds_kept: vec![false; function.loops.len()],
             moved: Vec::new(),
             never_moved: super::moves::never_moved(function),
             no_reset: vec![false; stmts],
@@ -839,6 +844,12 @@ impl<'a> Planner<'a> {
                     let index_needed = var.is_some_and(|v| self.plan.needed(v));
                     self.plan.index_needed[*id] = index_needed;
                     if self.plan.loops[*id] == LoopPlan::Reversed || index_needed {
+                        // The bounds kept (with the loop variable's type
+                        // known, to push them as).
+                        if !settled && var.is_some_and(|v| matches!(self.types[v], Ty::Named(_))) {
+                            self.plan.bounds_kept[*id] = true;
+                            return;
+                        }
                         if !settled {
                             problem.get_or_insert_with(|| Unsupported::new(
                                 stmt.span,

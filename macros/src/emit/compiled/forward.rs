@@ -500,8 +500,7 @@ impl Passes<'_> {
                         break;
                     }
                     if plan.has_reverse[stmt] && plan.loops[id] == LoopPlan::Counted {
-                        let count = count_local(id);
-                        pushes.push(self.push_bits(quote!(#count)));
+                        pushes.push(self.counted_end(id));
                     }
                 }
             }
@@ -612,78 +611,7 @@ impl Passes<'_> {
                 var,
                 range,
                 body,
-            } => {
-                let pattern = match var {
-                    Some(var) => {
-                        let name = self.name(*var);
-                        quote!(#name)
-                    }
-                    None => quote!(_),
-                };
-                let range = if range.reversed {
-                    let range = self.range(range, Side::Forward);
-                    quote!(#range.rev())
-                } else {
-                    self.range(range, Side::Forward)
-                };
-                if plan.loops[*id] == LoopPlan::Checkpointed && plan.has_reverse[stmt.id] {
-                    return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
-                }
-                let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
-                // (Such a loop keeps nothing per iteration: it has no room.)
-                let kept_before = self.keep_before(stmt.id, &walk);
-                let room = self.room_per_iteration(stmt);
-                if room.is_none() {
-                    let narrowed = self.narrowed(*id, *var, &walk, body, Side::Forward);
-                    if !kept_before.is_empty() || !narrowed.is_empty() {
-                        let looped = self.fwd_loop(
-                            stmt.id,
-                            *id,
-                            frames,
-                            body,
-                            |label, body| quote!(#label for #pattern in #walk #body),
-                        );
-                        return quote! {{
-                            let #walk = #range;
-                            #kept_before
-                            { #narrowed #looped }
-                        }};
-                    }
-                }
-                if let Some(pushes) = room {
-                    let (reals, words, flags) = (pushes.reals, pushes.words, pushes.flags);
-                    // Room for every push of the loop, reserved before it
-                    // (and for its trip count, pushed after it, when the
-                    // adjoint cannot count the range again).
-                    let own = usize::from(
-                        plan.has_reverse[stmt.id] && plan.loops[*id] == LoopPlan::Counted,
-                    );
-                    let count = format_ident!("__deltad_iterations", span = Span::mixed_site());
-                    let (rec, room) = (self.rec(), names::room());
-                    self.in_room.set(true);
-                    let looped = self.fwd_loop(
-                        stmt.id,
-                        *id,
-                        frames,
-                        body,
-                        |label, body| quote!(#label for #pattern in #walk #body),
-                    );
-                    self.in_room.set(false);
-                    return quote! {{
-                        let #walk = #range;
-                        let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
-                        let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own, #count * #flags);
-                        #looped
-                    }};
-                }
-                self.fwd_loop(
-                    stmt.id,
-                    *id,
-                    frames,
-                    body,
-                    |label, body| quote!(#label for #pattern in #range #body),
-                )
-            }
+            } => self.fwd_for(stmt, id, var, range, body, frames),
             StmtKind::While { id, cond, body } => {
                 let cond = self.value(cond, Side::Forward);
                 self.fwd_loop(
@@ -730,6 +658,135 @@ impl Passes<'_> {
         }
     }
 
+    /// A `for` loop. Bounds the body changes, kept with the trip count, are
+    /// evaluated once into locals, which the loop runs over.
+    fn fwd_for(
+        &self,
+        stmt: &Stmt,
+        id: &LoopId,
+        var: &Option<VarId>,
+        range: &RangeIter,
+        body: &Block,
+        frames: &mut Vec<Frame>,
+    ) -> TokenStream {
+        let kept = self.bounds_kept(stmt.id, *id);
+        let walk = match (kept, range.reversed) {
+            (true, reversed) => bounds_range(*id, range.inclusive, reversed),
+            (false, true) => {
+                let range = self.range(range, Side::Forward);
+                quote!(#range.rev())
+            }
+            (false, false) => self.range(range, Side::Forward),
+        };
+        let looped = self.fwd_for_over(stmt, id, var, walk, body, frames);
+        if !kept {
+            return looped;
+        }
+        let (lo, hi) = bound_locals(*id);
+        let ty = var.map_or_else(|| quote!(usize), |v| self.plain_type(v));
+        let (start, end) = (
+            self.value(&range.start, Side::Forward),
+            self.value(&range.end, Side::Forward),
+        );
+        quote!({ let #lo: #ty = #start; let #hi: #ty = #end; #looped })
+    }
+
+    /// True if `for` loop `id` (statement `stmt`) keeps its bounds.
+    pub(crate) fn bounds_kept(&self, stmt: StmtId, id: LoopId) -> bool {
+        let plan = &self.analysis.plan;
+        plan.bounds_kept[id] && plan.has_reverse[stmt] && plan.loops[id] == LoopPlan::Counted
+    }
+
+    /// What a counted loop pushes where it ends (normally or by an exit):
+    /// its trip count, and its bounds where it keeps them.
+    fn counted_end(&self, id: LoopId) -> TokenStream {
+        let count = count_local(id);
+        let push = self.push_bits(quote!(#count));
+        if !self.analysis.plan.bounds_kept[id] {
+            return push;
+        }
+        let (lo, hi) = bound_locals(id);
+        let (lo, hi) = (self.push_bits(quote!(#lo)), self.push_bits(quote!(#hi)));
+        quote!(#push #lo #hi)
+    }
+
+    /// [`fwd_for`](Self::fwd_for) over `range` (tokens).
+    fn fwd_for_over(
+        &self,
+        stmt: &Stmt,
+        id: &LoopId,
+        var: &Option<VarId>,
+        range: TokenStream,
+        body: &Block,
+        frames: &mut Vec<Frame>,
+    ) -> TokenStream {
+        let plan = &self.analysis.plan;
+        let pattern = match var {
+            Some(var) => {
+                let name = self.name(*var);
+                quote!(#name)
+            }
+            None => quote!(_),
+        };
+        if plan.loops[*id] == LoopPlan::Checkpointed && plan.has_reverse[stmt.id] {
+            return self.fwd_checkpointed(stmt.id, *id, pattern, range, body, frames);
+        }
+        let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
+        // (Such a loop keeps nothing per iteration: it has no room.)
+        let kept_before = self.keep_before(stmt.id, &walk);
+        let room = self.room_per_iteration(stmt);
+        if room.is_none() {
+            let narrowed = self.narrowed(*id, *var, &walk, body, Side::Forward);
+            if !kept_before.is_empty() || !narrowed.is_empty() {
+                let looped = self.fwd_loop(
+                    stmt.id,
+                    *id,
+                    frames,
+                    body,
+                    |label, body| quote!(#label for #pattern in #walk #body),
+                );
+                return quote! {{
+                    let #walk = #range;
+                    #kept_before
+                    { #narrowed #looped }
+                }};
+            }
+        }
+        if let Some(pushes) = room {
+            let (reals, words, flags) = (pushes.reals, pushes.words, pushes.flags);
+            // Room for every push of the loop, reserved before it
+            // (and for its trip count, pushed after it, when the
+            // adjoint cannot count the range again).
+            // (Its bounds too, where it keeps them.)
+            let counted = plan.has_reverse[stmt.id] && plan.loops[*id] == LoopPlan::Counted;
+            let own = usize::from(counted) + 2 * usize::from(counted && plan.bounds_kept[*id]);
+            let count = format_ident!("__deltad_iterations", span = Span::mixed_site());
+            let (rec, room) = (self.rec(), names::room());
+            self.in_room.set(true);
+            let looped = self.fwd_loop(
+                stmt.id,
+                *id,
+                frames,
+                body,
+                |label, body| quote!(#label for #pattern in #walk #body),
+            );
+            self.in_room.set(false);
+            return quote! {{
+                let #walk = #range;
+                let #count: usize = ::core::iter::Iterator::size_hint(&#walk).0;
+                let mut #room = ::deltad::__private::Record::reserve(#rec, #count * #reals, #count * #words + #own, #count * #flags);
+                #looped
+            }};
+        }
+        self.fwd_loop(
+            stmt.id,
+            *id,
+            frames,
+            body,
+            |label, body| quote!(#label for #pattern in #range #body),
+        )
+    }
+
     /// The elements of the buffers a `for` loop over `walk` overwrites one
     /// by one, kept in one copy before it (`analyze/loop_saves.rs`).
     fn keep_before(&self, stmt: StmtId, walk: &Ident) -> TokenStream {
@@ -767,7 +824,7 @@ impl Passes<'_> {
             return make(label, body);
         }
         let count = count_local(id);
-        let push = self.push_bits(quote!(#count));
+        let push = self.counted_end(id);
         let body = quote!({ #count += 1; #body });
         let looped = make(label, body);
         quote! {
@@ -1194,6 +1251,29 @@ fn kept_local(var: VarId) -> syn::Ident {
 /// The iteration counter of loop `id`.
 pub(crate) fn count_local(id: LoopId) -> syn::Ident {
     format_ident!("__deltad_count{}", id, span = Span::mixed_site())
+}
+
+/// The locals holding the bounds of loop `id`, where it keeps them.
+pub(crate) fn bound_locals(id: LoopId) -> (syn::Ident, syn::Ident) {
+    (
+        format_ident!("__deltad_lo{}", id, span = Span::mixed_site()),
+        format_ident!("__deltad_hi{}", id, span = Span::mixed_site()),
+    )
+}
+
+/// The range over loop `id`'s kept bounds.
+pub(crate) fn bounds_range(id: LoopId, inclusive: bool, reversed: bool) -> TokenStream {
+    let (lo, hi) = bound_locals(id);
+    let range = if inclusive {
+        quote!((#lo..=#hi))
+    } else {
+        quote!((#lo..#hi))
+    };
+    if reversed {
+        quote!(#range.rev())
+    } else {
+        range
+    }
 }
 
 /// The decision of the `if` statement `stmt`.
