@@ -108,17 +108,11 @@ impl Generator<'_> {
                 self.tape_jacobian_fwd_body(),
             )
         };
-        let each = quote!(__deltad_t);
-        let checks = self.tangent_checks(&each, &quote!(::core::option::Option::Some(__deltad_k)));
+        let checks = self.each_tangent_checks(&quote!(#tangents));
         let jvps_into_body = if stub || checks.is_empty() {
             jvps_into_body
         } else {
-            quote! {
-                for (__deltad_k, #each) in #tangents.iter().enumerate() {
-                    #checks
-                }
-                #jvps_into_body
-            }
+            quote!(#checks #jvps_into_body)
         };
         let args = self.signature.params.iter().map(|p| &p.name);
         let jvps_body = quote! {

@@ -307,6 +307,22 @@ impl Generator<'_> {
         })
     }
 
+    /// [`tangent_checks`](Self::tangent_checks) for each of the slice of
+    /// `Grad`s `tangents`, naming a misshapen one by its place (nothing
+    /// where no parameter needs a check).
+    pub(super) fn each_tangent_checks(&self, tangents: &TokenStream) -> TokenStream {
+        let each = quote!(__deltad_t);
+        let checks = self.tangent_checks(&each, &quote!(::core::option::Option::Some(__deltad_k)));
+        if checks.is_empty() {
+            return checks;
+        }
+        quote! {
+            for (__deltad_k, #each) in #tangents.iter().enumerate() {
+                #checks
+            }
+        }
+    }
+
     /// Statements that panic unless the `Grad` `tangent` holds as many
     /// reals for each parameter as the parameter (`index`, an
     /// `Option<usize>`: which of many tangents it is, for the message). A
@@ -495,16 +511,7 @@ impl Generator<'_> {
                     .collect();
             }
         };
-        let each_v = quote!(__deltad_v);
-        let vs_checks =
-            self.tangent_checks(&each_v, &quote!(::core::option::Option::Some(__deltad_k)));
-        let vs_checks = (!vs_checks.is_empty()).then(|| {
-            quote! {
-                for (__deltad_k, #each_v) in #vs.iter().enumerate() {
-                    #vs_checks
-                }
-            }
-        });
+        let vs_checks = self.each_tangent_checks(&quote!(#vs));
         let hvps_body = body(quote! {
             #vs_checks
             #directions
