@@ -148,16 +148,21 @@ pub fn check_tangent_shape(same: bool, tangent: Option<usize>, param: &str) {
 #[cold]
 #[inline(never)]
 fn misshapen_inside(tangent: Option<usize>, param: &str) -> ! {
-    let which = tangent.map_or_else(|| "the tangent".to_string(), |k| format!("tangent {k}"));
+    let which = which_tangent(tangent);
     panic!(
         "deltad: {which} is shaped otherwise than `{param}` inside (as many reals, in buffers of other lengths)"
     )
 }
 
+/// "the tangent", or "tangent k" for one of many.
+fn which_tangent(tangent: Option<usize>) -> String {
+    tangent.map_or_else(|| "the tangent".to_string(), |k| format!("tangent {k}"))
+}
+
 #[cold]
 #[inline(never)]
 fn misshapen_tangent(got: usize, expected: usize, tangent: Option<usize>, param: &str) -> ! {
-    let which = tangent.map_or_else(|| "the tangent".to_string(), |k| format!("tangent {k}"));
+    let which = which_tangent(tangent);
     panic!("deltad: {which} has {got} reals for `{param}`, which has {expected}")
 }
 

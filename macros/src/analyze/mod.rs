@@ -59,7 +59,7 @@ pub(crate) fn analyze(function: &Function, signature: &Signature) -> Result<Anal
     plan.saves = saves::decide(function, &plan, &reads, &positions);
     plan.kept_before = loop_saves::decide(function, &mut plan, &active);
     plan.scratch = overwritten::decide(function, &plan, &positions);
-    plan.no_reset = resets::decide(function, &active);
+    plan.no_reset = resets::decide(function, &active, &positions);
     Ok(Analysis {
         active,
         types,

@@ -24,6 +24,7 @@
 
 use std::collections::HashMap;
 
+use crate::analyze::positions::Positions;
 use crate::ir::{
     ArithOp, AssignOp, Block, Expr, ExprKind, Function, Origin, Place, StmtId, StmtKind, VarId,
     VarKind,
@@ -46,11 +47,10 @@ struct Write<'a> {
 
 /// Per statement: an element write whose adjoint need not reset the
 /// element's adjoint.
-pub(crate) fn decide(function: &Function, active: &[bool]) -> Vec<bool> {
+pub(crate) fn decide(function: &Function, active: &[bool], positions: &Positions) -> Vec<bool> {
     let mut no_reset = vec![false; function.stmt_count];
     let mut walk = Walk {
         writes: HashMap::new(),
-        whole: vec![false; function.vars.len()],
         declared_in: vec![None; function.vars.len()],
         inits: vec![None; function.vars.len()],
     };
@@ -77,7 +77,8 @@ pub(crate) fn decide(function: &Function, active: &[bool]) -> Vec<bool> {
             }
             constant
         });
-        if !local || info.kind != VarKind::Buffer || walk.whole[*var] || !constant_init {
+        let whole = !positions.whole_writes[*var].is_empty();
+        if !local || info.kind != VarKind::Buffer || whole || !constant_init {
             continue;
         }
         for write in writes {
@@ -97,8 +98,6 @@ pub(crate) fn decide(function: &Function, active: &[bool]) -> Vec<bool> {
 
 struct Walk<'a> {
     writes: HashMap<VarId, Vec<Write<'a>>>,
-    /// Per variable: assigned whole somewhere.
-    whole: Vec<bool>,
     /// Per variable declared by a `let`: how many loops enclose it.
     declared_in: Vec<Option<usize>>,
     inits: Vec<Option<&'a Expr>>,
@@ -112,10 +111,6 @@ impl<'a> Walk<'a> {
                     self.declared_in[*var] = Some(loops.len());
                     self.inits[*var] = init.as_ref();
                 }
-                StmtKind::Assign {
-                    place: Place::Var(var),
-                    ..
-                } => self.whole[*var] = true,
                 StmtKind::Assign {
                     place: Place::Elem(var, index),
                     op,
@@ -166,16 +161,22 @@ fn once_per_element(write: &Write, depth: usize) -> bool {
     }
 }
 
+/// The value of an integer literal.
+fn literal(expr: &Expr) -> Option<i128> {
+    match &expr.kind {
+        ExprKind::Lit(syn::Lit::Int(i)) => i.base10_parse().ok(),
+        _ => None,
+    }
+}
+
 /// `index` as a loop variable (or none: a literal) plus an offset.
 fn offset_of(index: &Expr) -> Option<(Option<VarId>, i128)> {
+    if let Some(c) = literal(index) {
+        return Some((None, c));
+    }
     match &index.kind {
-        ExprKind::Lit(syn::Lit::Int(i)) => Some((None, i.base10_parse().ok()?)),
         ExprKind::Var(v) => Some((Some(*v), 0)),
         ExprKind::Arith(op @ (ArithOp::Add | ArithOp::Sub), a, b) => {
-            let literal = |e: &Expr| match &e.kind {
-                ExprKind::Lit(syn::Lit::Int(i)) => i.base10_parse::<i128>().ok(),
-                _ => None,
-            };
             match (&a.kind, literal(b), literal(a), &b.kind) {
                 (ExprKind::Var(v), Some(c), _, _) => {
                     Some((Some(*v), if *op == ArithOp::Add { c } else { -c }))
@@ -205,10 +206,6 @@ fn covered(write: &Write) -> (i128, Option<i128>) {
         .find_map(|l| l.index.filter(|(v, _)| *v == var).map(|(_, range)| range))
     else {
         return ANY;
-    };
-    let literal = |e: &Expr| match &e.kind {
-        ExprKind::Lit(syn::Lit::Int(i)) => i.base10_parse::<i128>().ok(),
-        _ => None,
     };
     let Some(start) = literal(&range.start) else {
         return ANY;

@@ -292,11 +292,9 @@ impl Generator<'_> {
         Some(match &param.kind {
             ParamKind::Real => quote!(1usize),
             ParamKind::Structured { value, passing } | ParamKind::InOut { value, passing } => {
-                match passing {
-                    Passing::Value => count(value, quote!(&#name)),
-                    Passing::Ref => count(value, quote!(&*#name)),
-                    Passing::View => count(value, quote!(&#name.to_owned())),
-                    Passing::Slice { elem } => {
+                match borrowed_value(name, passing) {
+                    Ok(borrowed) => count(value, borrowed),
+                    Err(elem) => {
                         let each = count(elem, quote!(e));
                         quote!(#name.iter().map(|e| #each).sum::<usize>())
                     }
@@ -343,20 +341,12 @@ impl Generator<'_> {
                 ParamKind::Structured { value, passing } | ParamKind::InOut { value, passing } => {
                     let field = quote!(#tangent.#name);
                     let diff = |ty: &syn::Type| quote!(<#ty as ::deltad::__private::Differentiable<#prim>>);
-                    let same = match passing {
-                        Passing::Value => {
+                    let same = match borrowed_value(name, passing) {
+                        Ok(borrowed) => {
                             let diff = diff(value);
-                            quote!(#diff::same_shape(&#field, &#name))
+                            quote!(#diff::same_shape(&#field, #borrowed))
                         }
-                        Passing::Ref => {
-                            let diff = diff(value);
-                            quote!(#diff::same_shape(&#field, &*#name))
-                        }
-                        Passing::View => {
-                            let diff = diff(value);
-                            quote!(#diff::same_shape(&#field, &#name.to_owned()))
-                        }
-                        Passing::Slice { elem } => {
+                        Err(elem) => {
                             let diff = diff(elem);
                             quote! {
                                 #field.len() == #name.len()
@@ -593,5 +583,17 @@ impl Generator<'_> {
                 #laplacian_body
             }
         }
+    }
+}
+
+/// A structured parameter `name` passed as `passing`, as a reference to a
+/// value of its type; for a slice of them (read element by element), the
+/// elements' type instead.
+fn borrowed_value<'a>(name: &Ident, passing: &'a Passing) -> Result<TokenStream, &'a syn::Type> {
+    match passing {
+        Passing::Value => Ok(quote!(&#name)),
+        Passing::Ref => Ok(quote!(&*#name)),
+        Passing::View => Ok(quote!(&#name.to_owned())),
+        Passing::Slice { elem } => Err(elem),
     }
 }

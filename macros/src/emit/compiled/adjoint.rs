@@ -13,7 +13,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::adjoint_expr::ExprAdjoint;
-use super::forward::{bound_locals, bounds_range, count_local, decision_local, Contents};
+use super::forward::{bound_locals, count_local, decision_local, Contents};
 use super::promote::Rolled;
 use super::values::Side;
 use super::{names, sink, Passes};
@@ -687,20 +687,13 @@ impl Passes<'_> {
                         // trip count).
                         let bounds = self.bounds_kept(stmt.id, *id).then(|| {
                             let (lo, hi) = bound_locals(*id);
-                            let ty = var.map_or_else(|| quote!(usize), |v| self.plain_type(v));
+                            let ty = self.bounds_type(*var);
                             let (pop_lo, pop_hi) =
                                 (self.pop_bits(ty.clone()), self.pop_bits(ty.clone()));
                             quote!(let #hi: #ty = #pop_hi; let #lo: #ty = #pop_lo;)
                         });
                         if plan.index_needed[*id] {
-                            let range = if bounds.is_some() {
-                                bounds_range(*id, range.inclusive, range.reversed)
-                            } else if range.reversed {
-                                let range = self.range(range, Side::Adjoint);
-                                quote!(#range.rev())
-                            } else {
-                                self.range(range, Side::Adjoint)
-                            };
+                            let range = self.loop_walk(stmt.id, *id, range, Side::Adjoint);
                             let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
                             let j = format_ident!("__deltad_j", span = Span::mixed_site());
                             let looped = guard(quote! {

@@ -669,26 +669,45 @@ impl Passes<'_> {
         body: &Block,
         frames: &mut Vec<Frame>,
     ) -> TokenStream {
-        let kept = self.bounds_kept(stmt.id, *id);
-        let walk = match (kept, range.reversed) {
-            (true, reversed) => bounds_range(*id, range.inclusive, reversed),
-            (false, true) => {
-                let range = self.range(range, Side::Forward);
-                quote!(#range.rev())
-            }
-            (false, false) => self.range(range, Side::Forward),
-        };
+        let walk = self.loop_walk(stmt.id, *id, range, Side::Forward);
         let looped = self.fwd_for_over(stmt, id, var, walk, body, frames);
-        if !kept {
+        if !self.bounds_kept(stmt.id, *id) {
             return looped;
         }
         let (lo, hi) = bound_locals(*id);
-        let ty = var.map_or_else(|| quote!(usize), |v| self.plain_type(v));
+        let ty = self.bounds_type(*var);
         let (start, end) = (
             self.value(&range.start, Side::Forward),
             self.value(&range.end, Side::Forward),
         );
         quote!({ let #lo: #ty = #start; let #hi: #ty = #end; #looped })
+    }
+
+    /// What `for` loop `id` (statement `stmt`) runs over on `side`: its
+    /// range (reversed if written so), over its kept bounds where it keeps
+    /// them.
+    pub(crate) fn loop_walk(
+        &self,
+        stmt: StmtId,
+        id: LoopId,
+        range: &RangeIter,
+        side: Side,
+    ) -> TokenStream {
+        if self.bounds_kept(stmt, id) {
+            return bounds_range(id, range.inclusive, range.reversed);
+        }
+        let walk = self.range(range, side);
+        if range.reversed {
+            quote!(#walk.rev())
+        } else {
+            walk
+        }
+    }
+
+    /// The type of the kept bounds of a loop with variable `var`: the
+    /// variable's.
+    pub(crate) fn bounds_type(&self, var: Option<VarId>) -> TokenStream {
+        var.map_or_else(|| quote!(usize), |v| self.plain_type(v))
     }
 
     /// True if `for` loop `id` (statement `stmt`) keeps its bounds.
@@ -1262,7 +1281,7 @@ pub(crate) fn bound_locals(id: LoopId) -> (syn::Ident, syn::Ident) {
 }
 
 /// The range over loop `id`'s kept bounds.
-pub(crate) fn bounds_range(id: LoopId, inclusive: bool, reversed: bool) -> TokenStream {
+fn bounds_range(id: LoopId, inclusive: bool, reversed: bool) -> TokenStream {
     let (lo, hi) = bound_locals(id);
     let range = if inclusive {
         quote!((#lo..=#hi))
