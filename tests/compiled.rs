@@ -3067,3 +3067,71 @@ fn loops_whose_bounds_change_keep_them() {
         );
     }
 }
+
+// Loops that index buffers at their variable plus literals (`y[i - 1]`,
+// `w[i + 2]`), over reversed and inclusive ranges and a range that may be
+// empty with a negative offset: each takes views of the elements it reaches
+// in both passes and runs a counter from zero over them (no bounds check
+// per element); an empty loop takes none. The loop over `(1..n - 1).rev()`
+// reads `z` at `i - 1` and `i + 1` only: the rolling window of `z`'s
+// adjoints carries an element through the unread offset between, which
+// the adjoint once dropped at the loop's end (`z[2]`'s share of `w[1]`).
+both!(stencils, stencils_tape, fn(x: &[f64], y: &[f64], m: usize) -> f64 {
+    let n = x.len();
+    let mut z = vec![0.0; n];
+    z[0] = x[0];
+    for i in 1..n {
+        z[i] = x[i] * y[i - 1];
+    }
+    let mut w = vec![0.0; n + 2];
+    for i in (1..n - 1).rev() {
+        w[i + 2] = z[i - 1] * x[i + 1] + y[i].sin();
+        w[i] += z[i + 1] * 0.5;
+    }
+    let mut s = 0.0;
+    for i in 2..=n - 1 {
+        s += w[i] * x[i - 2] + x[i] * y[i - 1] * y[i];
+    }
+    for i in m..n {
+        s += x[i - 1] * z[i] * w[i + 1];
+    }
+    s
+});
+
+#[test]
+fn loops_index_views_at_offsets() {
+    let mut rng = Rng::new(43);
+    for (n, m) in [(4, 1), (7, 3), (9, 12), (6, 6)] {
+        let (x, y) = (rng.vec(n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
+        let what = format!("stencils, n = {n}, m = {m}");
+        let (g, tape_g) = agree!(stencils, stencils_tape, (&x, &y, m), &what);
+        same(&g.x, &tape_g.x, &what);
+        same(&g.y, &tape_g.y, &what);
+        let mut got = g.x.clone();
+        got.extend(&g.y);
+        let point = [x.clone(), y.clone()].concat();
+        check_gradient(|p| stencils(&p[..n], &p[n..], m), &point, &got, &what);
+        let (tx, ty) = (rng.vec(n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
+        let dot: f64 = [&g.x[..], &g.y[..]]
+            .concat()
+            .iter()
+            .zip([&tx[..], &ty[..]].concat())
+            .map(|(g, t)| g * t)
+            .sum();
+        let direction = stencils::Grad {
+            x: tx.clone(),
+            y: ty.clone(),
+        };
+        let (_, along) = stencils::jvp(&x, &y, m, &direction);
+        near(
+            along,
+            dot,
+            1e-12,
+            &format!("{what}: jvp against the gradient"),
+        );
+        let hv = stencils::hvp(&x, &y, m, &direction);
+        let tape_hv = stencils_tape::hvp(&x, &y, m, &stencils_tape::Grad { x: tx, y: ty });
+        assert_close_tol(&hv.x, &tape_hv.x, 1e-10, &format!("{what}: hvp"));
+        assert_close_tol(&hv.y, &tape_hv.y, 1e-10, &format!("{what}: hvp"));
+    }
+}

@@ -156,13 +156,14 @@ pub mod __private {
     };
     pub use crate::compiled::{
         buffer_lanes_into, buffer_part, checkpoint_segment, copy_into, done_with, lane_seed,
-        lift_buffer, lifted, machine_value, opaque_values, put_at, recorded_values, repeated,
-        result_ids, seed_buffer_and_sweep, seed_of, seed_opaque_and_sweep, split_dual, unit_seed,
-        with_empty_stack, with_stack, zeros, ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits,
-        ConstantArg, Cotangent, Discard, HeldAs, HeldLanes, HeldResult, HeldSink, HeldValue,
-        KeptRange, KeptWhole, Lanes, LiftBuffer, NoRecord, OpaqueArg, OpaqueParam, PassActive,
-        PassConstant, PassOwned, PlainParam, RealParam, Record, Reserved, ResultBuffer, ResultUse,
-        Reusing, ScalarSink, SliceParam, SliceSink, Stack, Unvalued, Valued,
+        lift_buffer, lifted, loop_span, loop_window, machine_value, opaque_values, put_at,
+        recorded_values, repeated, result_ids, seed_buffer_and_sweep, seed_of,
+        seed_opaque_and_sweep, split_dual, unit_seed, with_empty_stack, with_stack, zeros,
+        ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Cotangent, Discard, HeldAs,
+        HeldLanes, HeldResult, HeldSink, HeldValue, KeptRange, KeptWhole, Lanes, LiftBuffer,
+        NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam,
+        RealParam, Record, Reserved, ResultBuffer, ResultUse, Reusing, ScalarSink, SliceParam,
+        SliceSink, Stack, Unvalued, Valued,
     };
     pub use crate::compiled_call::{
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,

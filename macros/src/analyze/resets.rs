@@ -26,8 +26,7 @@ use std::collections::HashMap;
 
 use crate::analyze::positions::Positions;
 use crate::ir::{
-    ArithOp, AssignOp, Block, Expr, ExprKind, Function, Origin, Place, StmtId, StmtKind, VarId,
-    VarKind,
+    AssignOp, Block, Expr, ExprKind, Function, Origin, Place, StmtId, StmtKind, VarId, VarKind,
 };
 
 /// An enclosing loop: for a `for` loop over a range, its variable and
@@ -174,19 +173,7 @@ fn offset_of(index: &Expr) -> Option<(Option<VarId>, i128)> {
     if let Some(c) = literal(index) {
         return Some((None, c));
     }
-    match &index.kind {
-        ExprKind::Var(v) => Some((Some(*v), 0)),
-        ExprKind::Arith(op @ (ArithOp::Add | ArithOp::Sub), a, b) => {
-            match (&a.kind, literal(b), literal(a), &b.kind) {
-                (ExprKind::Var(v), Some(c), _, _) => {
-                    Some((Some(*v), if *op == ArithOp::Add { c } else { -c }))
-                }
-                (_, _, Some(c), ExprKind::Var(v)) if *op == ArithOp::Add => Some((Some(*v), c)),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
+    index.offset_of().map(|(var, c)| (Some(var), i128::from(c)))
 }
 
 /// The elements `write` may set, as `[low, high)` (`high` unbounded:

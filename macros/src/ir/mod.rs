@@ -471,6 +471,28 @@ impl Expr {
         Expr { span, kind }
     }
 
+    /// An index `i`, `i + c`, `c + i` or `i - c` (`c` an integer literal):
+    /// the variable and the offset.
+    pub(crate) fn offset_of(&self) -> Option<(VarId, i64)> {
+        let literal = |e: &Expr| match &e.kind {
+            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<i64>().ok(),
+            _ => None,
+        };
+        match &self.kind {
+            ExprKind::Var(var) => Some((*var, 0)),
+            ExprKind::Arith(ArithOp::Add, a, b) => match (&a.kind, &b.kind) {
+                (ExprKind::Var(var), _) => Some((*var, literal(b)?)),
+                (_, ExprKind::Var(var)) => Some((*var, literal(a)?)),
+                _ => None,
+            },
+            ExprKind::Arith(ArithOp::Sub, a, b) => match &a.kind {
+                ExprKind::Var(var) => Some((*var, literal(b)?.checked_neg()?)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// True if the expression calls a function (whose forward pass may
     /// keep values, so it cannot be evaluated again freely).
     pub(crate) fn has_call(&self) -> bool {

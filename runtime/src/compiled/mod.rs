@@ -32,6 +32,7 @@ mod spares;
 mod stack;
 mod streamed;
 mod structs;
+mod views;
 
 pub use buffers::{
     buffer_lanes_into, buffer_part, copy_into, lane_seed, lift_buffer, put_at, recorded_values,
@@ -67,3 +68,4 @@ pub use structs::{
     ReadActive, ReadPlain, RealLeaf, SetLeaf, SinkAt, SinkRef, StructArg, StructParam,
     StructValueParam, StructsParam, TwinOf, TwinSink, TwinsSink,
 };
+pub use views::{loop_span, loop_window};

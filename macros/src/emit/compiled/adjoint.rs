@@ -629,12 +629,17 @@ impl Passes<'_> {
                     }
                     _ => None,
                 };
+                let views = match plan.loops[*id] {
+                    LoopPlan::Reversed => self.take_views(*id, *var, loop_body, Side::Adjoint),
+                    _ => None,
+                };
                 let (body, rolled) = match windowed {
                     Some(index) => self.with_windows(index, body, !range.reversed, || {
                         self.rev_block(body, visible)
                     }),
                     None => (self.rev_block(body, visible), Default::default()),
                 };
+                self.end_views(&views);
                 visible.truncate(depth);
                 let guard = |reversed: TokenStream| match self.nonzero_inflow(loop_body) {
                     Some(nonzero) => quote!(if #nonzero { #reversed }),
@@ -646,22 +651,28 @@ impl Passes<'_> {
                     }
                     LoopPlan::Reversed => {
                         let walk = format_ident!("__deltad_walk", span = Span::mixed_site());
-                        let narrowed = self.narrowed(*id, *var, &walk, loop_body, Side::Adjoint);
-                        let backwards = if range.reversed {
-                            quote!(#walk)
-                        } else {
-                            quote!(#walk.rev())
-                        };
-                        let range = self.range(range, Side::Adjoint);
                         let Rolled {
                             before,
                             each,
                             after,
                         } = rolled;
+                        let looped = match &views {
+                            Some(views) => self.loop_over_views(
+                                views,
+                                TokenStream::new(),
+                                pattern.clone(),
+                                &walk,
+                                !range.reversed,
+                                quote!({ #body #each }),
+                            ),
+                            None if range.reversed => quote!(for #pattern in #walk { #body #each }),
+                            None => quote!(for #pattern in #walk.rev() { #body #each }),
+                        };
+                        let range = self.range(range, Side::Adjoint);
                         let reversed = guard(quote!({
                             #before
                             let #walk = #range;
-                            { #narrowed for #pattern in #backwards { #body #each } }
+                            { #looped }
                             #after
                         }));
                         let kept_before = &plan.kept_before[stmt.id];
@@ -935,14 +946,18 @@ impl Passes<'_> {
                 (quote!(#name), quote!(#adjoint), None)
             }
             Place::Elem(_, index) => {
+                // (Through the loop's views of the values or the adjoints,
+                // where it takes them.)
+                let value_at = self.view_index(var, index, false).unwrap_or(quote!(#at));
+                let adjoint_at = self.view_index(var, index, true).unwrap_or(quote!(#at));
                 let index = self.value(index, Side::Adjoint);
                 let adjoint = self.adjoint(var);
                 let element_adjoint = if self.is_param(var) {
-                    quote!((*::deltad::__private::SliceSink::at(&mut #adjoint, #at)))
+                    quote!((*::deltad::__private::SliceSink::at(&mut #adjoint, #adjoint_at)))
                 } else {
-                    quote!(#adjoint[#at])
+                    quote!(#adjoint[#adjoint_at])
                 };
-                (quote!(#name[#at]), element_adjoint, Some(index))
+                (quote!(#name[#value_at]), element_adjoint, Some(index))
             }
         };
         // Put the old value back first: the partials read it.

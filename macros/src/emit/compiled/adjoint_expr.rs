@@ -210,7 +210,10 @@ impl<'p, 'a> ExprAdjoint<'p, 'a> {
                     self.statements.push(quote!(#local += #adjoint;));
                     return;
                 }
-                let index = self.value_of(index);
+                let index = match passes.view_index(*var, index, true) {
+                    Some(at) => at,
+                    None => self.value_of(index),
+                };
                 let target = passes.adjoint(*var);
                 if passes.is_param(*var) {
                     self.statements.push(quote! {

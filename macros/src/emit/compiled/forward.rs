@@ -755,19 +755,27 @@ impl Passes<'_> {
         let kept_before = self.keep_before(stmt.id, &walk);
         let room = self.room_per_iteration(stmt);
         if room.is_none() {
-            let narrowed = self.narrowed(*id, *var, &walk, body, Side::Forward);
-            if !kept_before.is_empty() || !narrowed.is_empty() {
-                let looped = self.fwd_loop(
-                    stmt.id,
-                    *id,
-                    frames,
-                    body,
-                    |label, body| quote!(#label for #pattern in #walk #body),
-                );
+            let views = self.take_views(*id, *var, body, Side::Forward);
+            if !kept_before.is_empty() || views.is_some() {
+                let descending =
+                    matches!(&stmt.kind, StmtKind::For { range, .. } if range.reversed);
+                let looped =
+                    self.fwd_loop(stmt.id, *id, frames, body, |label, body| match &views {
+                        Some(views) => self.loop_over_views(
+                            views,
+                            label,
+                            pattern.clone(),
+                            &walk,
+                            descending,
+                            body,
+                        ),
+                        None => quote!(#label for #pattern in #walk #body),
+                    });
+                self.end_views(&views);
                 return quote! {{
                     let #walk = #range;
                     #kept_before
-                    { #narrowed #looped }
+                    { #looped }
                 }};
             }
         }
@@ -1202,7 +1210,7 @@ impl Passes<'_> {
                 quote!({ #kept let #new = #value; #save #name #op #new; })
             }
             Place::Elem(_, index) => {
-                let index_value = self.value(index, Side::Forward);
+                let index_value = self.element_index(var, index, false, Side::Forward);
                 let at = format_ident!("__deltad_at", span = Span::mixed_site());
                 let save = save.then(|| {
                     if self.active(var) {

@@ -72,6 +72,8 @@ pub(crate) struct Passes<'a> {
     pub promoted: std::cell::RefCell<Vec<promote::Promoted>>,
     /// The stencil windows of the loops being emitted (`promote.rs`).
     pub windows: std::cell::RefCell<Vec<promote::Window>>,
+    /// The views of buffers the loops being emitted take (`narrow.rs`).
+    pub views: std::cell::RefCell<Vec<narrow::View>>,
     /// A counter for generated locals unique in the function.
     pub next_local: std::cell::Cell<usize>,
     /// Where the forward code being emitted keeps values
@@ -133,6 +135,7 @@ impl<'a> Passes<'a> {
             in_room: std::cell::Cell::new(false),
             promoted: std::cell::RefCell::new(Vec::new()),
             windows: std::cell::RefCell::new(Vec::new()),
+            views: std::cell::RefCell::new(Vec::new()),
             next_local: std::cell::Cell::new(0),
             recording: std::cell::Cell::new(Recording::Main),
             replaying: std::cell::Cell::new(None),

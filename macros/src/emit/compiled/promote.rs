@@ -83,7 +83,7 @@ impl Passes<'_> {
     /// The local holding the adjoint of `var[index]`, if an enclosing loop's
     /// window or block keeps it in one.
     pub(crate) fn promoted(&self, var: VarId, index: &Expr) -> Option<Ident> {
-        if let Some((index_var, offset)) = offset_of(index) {
+        if let Some((index_var, offset)) = index.offset_of() {
             let mut windows = self.windows.borrow_mut();
             let found = windows
                 .iter_mut()
@@ -160,7 +160,7 @@ impl Passes<'_> {
         }
         let declare = used.iter().map(|p| self.zero_local(&p.local));
         let flush = used.iter().map(|p| {
-            let index = self.value(&p.index, Side::Adjoint);
+            let index = self.element_index(p.var, &p.index, true, Side::Adjoint);
             self.flush(p.var, index, &p.local, p.certain)
         });
         quote!({ #(#declare)* #body #(#flush)* })
@@ -199,7 +199,7 @@ impl Passes<'_> {
             if taken.iter().any(|p| p.var == var && p.key == key) {
                 continue;
             }
-            if let Some((index_var, _)) = offset_of(index) {
+            if let Some((index_var, _)) = index.offset_of() {
                 if windows
                     .iter()
                     .any(|w| w.var == var && w.index_var == index_var)
@@ -293,8 +293,16 @@ impl Passes<'_> {
                 if k == (if descending { 0 } else { n - 1 }) {
                     continue;
                 }
+                // (What it holds has shifted through the offsets between:
+                // it may come from any read offset on the source's side,
+                // read there or not.)
                 let source = if descending { k - 1 } else { k + 1 };
-                if !window.read[source] {
+                let feeding = if descending {
+                    &window.read[..=source]
+                } else {
+                    &window.read[source..]
+                };
+                if !feeding.iter().any(|&read| read) {
                     continue;
                 }
                 let step = if descending { -1 } else { 1 };
@@ -331,7 +339,7 @@ impl Passes<'_> {
                     {
                         return;
                     }
-                    let Some((v, offset)) = offset_of(index) else {
+                    let Some((v, offset)) = index.offset_of() else {
                         return;
                     };
                     if v != index_var {
@@ -403,28 +411,6 @@ fn offset_index(index: TokenStream, offset: i64) -> TokenStream {
             let o = o.unsigned_abs() as usize;
             quote!((#index).wrapping_sub(#o))
         }
-    }
-}
-
-/// `i`, `i + c`, `i - c` (`c` an integer literal): the variable and the
-/// offset.
-fn offset_of(index: &Expr) -> Option<(VarId, i64)> {
-    let literal = |e: &Expr| match &e.kind {
-        ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<i64>().ok(),
-        _ => None,
-    };
-    match &index.kind {
-        ExprKind::Var(var) => Some((*var, 0)),
-        ExprKind::Arith(crate::ir::ArithOp::Add, a, b) => match (&a.kind, &b.kind) {
-            (ExprKind::Var(var), _) => Some((*var, literal(b)?)),
-            (_, ExprKind::Var(var)) => Some((*var, literal(a)?)),
-            _ => None,
-        },
-        ExprKind::Arith(crate::ir::ArithOp::Sub, a, b) => match &a.kind {
-            ExprKind::Var(var) => Some((*var, -literal(b)?)),
-            _ => None,
-        },
-        _ => None,
     }
 }
 

@@ -122,7 +122,9 @@ impl Passes<'_> {
             }
             ExprKind::Elem(buffer, index) => {
                 let name = self.name(*buffer);
-                let index = child(index);
+                let index = self
+                    .view_index(*buffer, index, false)
+                    .unwrap_or_else(|| child(index));
                 quote!(#name[#index])
             }
             ExprKind::Len(buffer) => self.length(*buffer, side),
