@@ -3135,3 +3135,81 @@ fn loops_index_views_at_offsets() {
         assert_close_tol(&hv.y, &tape_hv.y, 1e-10, &format!("{what}: hvp"));
     }
 }
+
+// `Vec`s built by pushing once per iteration of a loop over `0..n` or over
+// buffers' elements (a loop with `_` too), typed or not: new buffers of the
+// loop's length, set element by element, on the compiled path.
+both!(pushed, pushed_tape, fn(x: &[f64], g: &[f64], eta: f64, m: usize) -> f64 {
+    let mut next = Vec::new();
+    for k in 0..x.len() {
+        next.push(x[k] - eta * g[k]);
+    }
+    let mut squares: Vec<f64> = Vec::with_capacity(x.len());
+    for (a, b) in x.iter().zip(next.iter()) {
+        let d = a - b;
+        let e = if d > 0.0 { d } else { -d };
+        squares.push(e * d + a.sin());
+    }
+    let mut scaled = vec![];
+    let n = 3;
+    for _ in 0..n {
+        let s = eta.sin();
+        scaled.push(s * 2.0);
+    }
+    let mut total = 0.0;
+    for i in 0..squares.len() {
+        total += next[i] * squares[i];
+    }
+    let mut terms = Vec::new();
+    for k in 0..m {
+        let mut t = next[k % next.len()];
+        for j in 0..2 {
+            if j == 1 {
+                break;
+            }
+            t *= g[j % g.len()].cos();
+        }
+        terms.push(t);
+    }
+    total + scaled[1] * next[0] + terms.iter().sum::<f64>()
+});
+
+#[test]
+fn vecs_built_by_pushing() {
+    let mut rng = Rng::new(47);
+    for (n, m) in [(1, 0), (4, 3), (7, 9)] {
+        let (x, g) = (rng.vec(n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
+        let eta = 0.3;
+        let what = format!("pushed, n = {n}, m = {m}");
+        let (grad, tape_grad) = agree!(pushed, pushed_tape, (&x, &g, eta, m), &what);
+        same(&grad.x, &tape_grad.x, &what);
+        same(&grad.g, &tape_grad.g, &what);
+        near(grad.eta, tape_grad.eta, 1e-12, &what);
+        let mut got = grad.x.clone();
+        got.extend(&grad.g);
+        got.push(grad.eta);
+        let point = [x.clone(), g.clone(), vec![eta]].concat();
+        check_gradient(
+            |p| pushed(&p[..n], &p[n..2 * n], p[2 * n], m),
+            &point,
+            &got,
+            &what,
+        );
+        let (tx, tg) = (rng.vec(n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
+        let direction = pushed::Grad {
+            x: tx.clone(),
+            g: tg.clone(),
+            eta: 0.5,
+        };
+        let tape_direction = pushed_tape::Grad {
+            x: tx,
+            g: tg,
+            eta: 0.5,
+        };
+        let hv = pushed::hvp(&x, &g, eta, m, &direction);
+        let tape_hv = pushed_tape::hvp(&x, &g, eta, m, &tape_direction);
+        assert_close_tol(&hv.x, &tape_hv.x, 1e-10, &format!("{what}: hvp"));
+        assert_close_tol(&hv.g, &tape_hv.g, 1e-10, &format!("{what}: hvp"));
+        near(hv.eta, tape_hv.eta, 1e-10, &format!("{what}: hvp"));
+    }
+}

@@ -150,6 +150,19 @@ pub enum Stmt {
         body: Expr,
         turbofish: bool,
     },
+    /// `let mut name = Vec::new();` (typed or not, or `with_capacity`) and
+    /// `for var in 0..count { body; name.push(value); }`: a buffer built by
+    /// pushing once per iteration (the body leaves the loop nowhere).
+    LetPush {
+        name: String,
+        /// `Vec<f64>` written: 0 not, 1 in the annotation, 2 as a turbofish.
+        typed: u8,
+        capacity: bool,
+        var: String,
+        count: Count,
+        body: Vec<Stmt>,
+        value: Expr,
+    },
     /// `name = ..;`: the whole buffer replaced (by a value of its length).
     Replace {
         name: String,
@@ -203,6 +216,16 @@ pub enum Stmt {
         scrut: IExpr,
         arms: Vec<Vec<Stmt>>,
     },
+    /// `for var in start..count - gap { body }`, whose body indexes buffers
+    /// of known lengths directly at `var` plus offsets (`IExpr::At`); the
+    /// range may be empty.
+    Stencil {
+        var: String,
+        start: usize,
+        count: Count,
+        gap: usize,
+        body: Vec<Stmt>,
+    },
     /// `[#[attr]] for var in 0..count { body }` (`var` may be `_`).
     For {
         var: String,
@@ -246,6 +269,9 @@ pub enum IExpr {
     Lit(usize),
     Var(String),
     Add(Box<IExpr>, usize),
+    /// `var + offset` (or `var - offset`) of a `Stencil` loop's variable,
+    /// used as an index without reduction: in bounds by construction.
+    At(String, i64),
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -222,6 +222,37 @@ fn stmt(w: &mut Writer, s: &Stmt) {
                 w.line(&format!("let mut {name}: Vec<f64> = {map}.collect();"));
             }
         }
+        Stmt::LetPush {
+            name,
+            typed,
+            capacity,
+            var,
+            count,
+            body,
+            value,
+        } => {
+            let n = match count {
+                Count::Lit(n) => n.to_string(),
+                Count::Len(s) => format!("{s}.len()"),
+            };
+            let (annotation, turbofish) = match typed {
+                1 => (": Vec<f64>", ""),
+                2 => ("", "::<f64>"),
+                _ => ("", ""),
+            };
+            let made = if *capacity {
+                format!("Vec{turbofish}::with_capacity({n})")
+            } else {
+                format!("Vec{turbofish}::new()")
+            };
+            w.line(&format!("let mut {name}{annotation} = {made};"));
+            w.line(&format!("for {var} in 0..{n} {{"));
+            w.indent += 1;
+            block(w, body);
+            w.line(&format!("{name}.push({});", expr(value)));
+            w.indent -= 1;
+            w.line("}");
+        }
         Stmt::Replace { name, with } => match with {
             Replacement::Copy { source, method } => {
                 w.line(&format!("{name} = {source}.{method}();"));
@@ -259,6 +290,19 @@ fn stmt(w: &mut Writer, s: &Stmt) {
         }
         Stmt::Assign { name, op, value } => {
             w.line(&format!("{name} {} {};", op_str(*op), expr(value)));
+        }
+        Stmt::BufAssign {
+            name,
+            index: index @ IExpr::At(..),
+            op,
+            value,
+        } => {
+            w.line(&format!(
+                "{name}[{}] {} {};",
+                iexpr(index),
+                op_str(*op),
+                expr(value)
+            ));
         }
         Stmt::BufAssign {
             name,
@@ -326,6 +370,20 @@ fn stmt(w: &mut Writer, s: &Stmt) {
             };
             braced(w, &format!("for {var} in 0..{n}"), body, "");
         }
+        Stmt::Stencil {
+            var,
+            start,
+            count,
+            gap,
+            body,
+        } => {
+            let end = match (count, gap) {
+                (Count::Lit(n), _) => n.to_string(),
+                (Count::Len(s), 0) => format!("{s}.len()"),
+                (Count::Len(s), g) => format!("{s}.len() - {g}"),
+            };
+            braced(w, &format!("for {var} in {start}..{end}"), body, "");
+        }
         Stmt::ForSlice {
             elem,
             index,
@@ -386,6 +444,9 @@ pub fn iexpr(e: &IExpr) -> String {
         IExpr::Lit(n) => n.to_string(),
         IExpr::Var(v) => v.clone(),
         IExpr::Add(a, n) => format!("({} + {n})", iexpr(a)),
+        IExpr::At(v, 0) => v.clone(),
+        IExpr::At(v, c) if *c > 0 => format!("({v} + {c})"),
+        IExpr::At(v, c) => format!("({v} - {})", c.unsigned_abs()),
     }
 }
 
@@ -444,6 +505,7 @@ pub fn expr(e: &Expr) -> String {
         Expr::Const(c) => constant(*c),
         Expr::Var(v) => v.clone(),
         Expr::IntAsReal(i) => format!("({} as f64)", iexpr(i)),
+        Expr::Index(s, i @ IExpr::At(..)) => format!("{s}[{}]", iexpr(i)),
         Expr::Index(s, i) => format!("{s}[{} % {s}.len()]", iexpr(i)),
         Expr::Field(s, f) => format!("{s}.{f}"),
         Expr::ElemField(s, i, f) => format!("{s}[{} % {s}.len()].{f}", iexpr(i)),

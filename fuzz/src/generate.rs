@@ -31,6 +31,7 @@ pub fn program(name: &str, seed: u64) -> Program {
         budget: 0,
         uses_struct,
         checkpoint: false,
+        stencils: Vec::new(),
     };
     let mut funcs = Vec::new();
     for h in 0..helpers {
@@ -105,6 +106,8 @@ enum Mode {
 enum LoopKind {
     /// A loop `break`/`continue` may leave.
     Plain,
+    /// A loop pushing into a `Vec` in every iteration: nothing leaves it.
+    Pushing,
     /// A `#[preaccumulate]` loop: `continue` only.
     Preacc,
 }
@@ -127,6 +130,15 @@ struct Gen {
     /// be a differentiated real, so no constants alone and no path-style
     /// calls on constants.
     checkpoint: bool,
+    /// The `Stencil` loops enclosing the current statement.
+    stencils: Vec<Stencil>,
+}
+
+/// A `Stencil` loop: its variable and the buffers its body may index
+/// directly, each with the offsets that stay in bounds.
+struct Stencil {
+    var: String,
+    buffers: Vec<(String, i64, i64)>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -138,6 +150,7 @@ enum S {
     Refill,
     LetCopy,
     LetCollect,
+    LetPush,
     Replace,
     LetStruct,
     LetCall,
@@ -146,6 +159,7 @@ enum S {
     If,
     Match,
     For,
+    Stencil,
     ForSlice,
     While,
     Loop,
@@ -426,6 +440,7 @@ impl Gen {
                     0
                 },
             ),
+            (S::LetPush, if loops_ok && normal { 4 } else { 0 }),
             (S::Replace, if has_buf && !straight { 8 } else { 0 }),
             (
                 S::LetStruct,
@@ -455,12 +470,30 @@ impl Gen {
             (S::If, if nested { 10 } else { 0 }),
             (S::Match, if nested { 4 } else { 0 }),
             (S::For, if loops_ok { 8 } else { 0 }),
+            (
+                S::Stencil,
+                if loops_ok && normal && !self.known_lengths(2).is_empty() {
+                    8
+                } else {
+                    0
+                },
+            ),
             (S::ForSlice, if loops_ok && has_seq { 5 } else { 0 }),
             (S::While, if loops_ok { 3 } else { 0 }),
             (S::Loop, if loops_ok { 3 } else { 0 }),
             (S::WholeLoop, if loops_ok && normal { 4 } else { 0 }),
             (S::Preacc, if loops_ok && normal { 4 } else { 0 }),
-            (S::Jump, if self.in_loop() && !straight { 5 } else { 0 }),
+            (
+                S::Jump,
+                if self.in_loop()
+                    && !straight
+                    && self.loop_levels.last() != Some(&LoopKind::Pushing)
+                {
+                    5
+                } else {
+                    0
+                },
+            ),
             (
                 S::Return,
                 if self.allow_return && !straight { 3 } else { 0 },
@@ -474,6 +507,7 @@ impl Gen {
             S::Refill => vec![self.refill()],
             S::LetCopy => vec![self.let_copy()],
             S::LetCollect => vec![self.let_collect()],
+            S::LetPush => vec![self.let_push(depth)],
             S::Replace => vec![self.replace()],
             S::LetStruct => {
                 let (a, _) = self.real_capped(2);
@@ -527,6 +561,7 @@ impl Gen {
                 vec![Stmt::Match { scrut, arms }]
             }
             S::For => self.for_loop(depth),
+            S::Stencil => self.stencil_loop(depth),
             S::ForSlice => self.for_slice(depth),
             S::While | S::Loop => {
                 let limit = self.rng.range(1, 5);
@@ -735,7 +770,7 @@ impl Gen {
     fn buf_assign(&mut self) -> Stmt {
         let (i, name) = self.pick_writable_buf();
         let old = self.vars[i].bound;
-        let index = self.iexpr();
+        let index = self.stencil_index(&name).unwrap_or_else(|| self.iexpr());
         let op = self
             .rng
             .weighted(&[(AssignOp::Set, 3), (AssignOp::Add, 3), (AssignOp::Mul, 1)]);
@@ -950,6 +985,121 @@ impl Gen {
             attr: LoopAttr::None,
             body,
         }]
+    }
+
+    /// Slices and buffers of known length at least `min`.
+    fn known_lengths(&self, min: usize) -> Vec<usize> {
+        self.sequences()
+            .into_iter()
+            .filter(|&i| self.seq_len(i) >= min)
+            .collect()
+    }
+
+    /// `for i in start..end` over part of a slice or buffer of known length
+    /// (sometimes none of it), whose body may index every buffer of known
+    /// length at `i` plus offsets that stay in bounds (`b[i - 1]`,
+    /// `b[i + 2]`), without reducing them modulo the length.
+    fn stencil_loop(&mut self, depth: usize) -> Vec<Stmt> {
+        let anchors = self.known_lengths(2);
+        let a = *self.rng.pick(&anchors);
+        let len = self.seq_len(a);
+        let (start, gap) = if self.rng.chance(0.1) {
+            let start = self.rng.range(1, 2);
+            (start, len - start)
+        } else {
+            let start = self.rng.range(0, 2.min(len - 1));
+            (start, self.rng.range(0, 2.min(len - 1 - start)))
+        };
+        let end = len - gap;
+        // Every buffer read at `i + c` for `i` in `start..end`.
+        let buffers = self
+            .known_lengths(1)
+            .into_iter()
+            .map(|b| {
+                let high = self.seq_len(b) as i64 - end as i64;
+                (self.vars[b].name.clone(), -(start as i64), high)
+            })
+            .filter(|&(_, low, high)| low <= high)
+            .collect();
+        let count = if self.rng.chance(0.5) {
+            Count::Lit(end)
+        } else {
+            Count::Len(self.vars[a].name.clone())
+        };
+        let gap = if matches!(count, Count::Lit(_)) {
+            0
+        } else {
+            gap
+        };
+        let var = self.name("i");
+        self.enter_loop(end.saturating_sub(start), LoopKind::Plain);
+        self.declare(&var, Kind::Int(end.max(1)), end as f64, false);
+        self.stencils.push(Stencil {
+            var: var.clone(),
+            buffers,
+        });
+        let body = self.block(depth - 1);
+        self.stencils.pop();
+        self.vars.retain(|v| v.name != var);
+        self.loop_levels.pop();
+        vec![Stmt::Stencil {
+            var,
+            start,
+            count,
+            gap,
+            body,
+        }]
+    }
+
+    /// A direct index of buffer `name` in an enclosing `Stencil` loop, if
+    /// one may index it (most of the time when it may).
+    fn stencil_index(&mut self, name: &str) -> Option<IExpr> {
+        let found = self.stencils.iter().rev().find_map(|s| {
+            let &(_, low, high) = s.buffers.iter().find(|(b, ..)| b == name)?;
+            Some((s.var.clone(), low, high))
+        });
+        let (var, low, high) = found?;
+        if !self.rng.chance(0.75) {
+            return None;
+        }
+        let offset = low + self.rng.below((high - low + 1) as usize) as i64;
+        Some(IExpr::At(var, offset))
+    }
+
+    /// `let mut b = Vec::new();` and a loop over `0..count` whose body (which
+    /// leaves it nowhere) ends with `b.push(value);`.
+    fn let_push(&mut self, depth: usize) -> Stmt {
+        let seqs = self.known_lengths(1);
+        let (count, trips) = if !seqs.is_empty() && self.rng.chance(0.4) {
+            let i = *self.rng.pick(&seqs);
+            (Count::Len(self.vars[i].name.clone()), self.seq_len(i))
+        } else {
+            // (Not empty: the buffer's elements are read modulo its length.)
+            let n = self.rng.range(1, 5);
+            (Count::Lit(n), n)
+        };
+        let var = self.name("i");
+        let saved_return = self.allow_return;
+        self.allow_return = false;
+        self.enter_loop(trips, LoopKind::Pushing);
+        self.declare(&var, Kind::Int(trips.max(1)), trips as f64, false);
+        let body = self.block(depth - 1);
+        let (e, be) = self.real(2);
+        let (value, bound) = self.squash(e, be);
+        self.vars.retain(|v| v.name != var);
+        self.loop_levels.pop();
+        self.allow_return = saved_return;
+        let name = self.name("b");
+        self.declare(&name, Kind::Buf(trips), bound, true);
+        Stmt::LetPush {
+            name,
+            typed: self.rng.below(3) as u8,
+            capacity: self.rng.chance(0.3),
+            var,
+            count,
+            body,
+            value,
+        }
     }
 
     fn for_slice(&mut self, depth: usize) -> Vec<Stmt> {
@@ -1281,7 +1431,8 @@ impl Gen {
             2 => {
                 let i = *self.rng.pick(&seqs);
                 let (name, bound) = (self.vars[i].name.clone(), self.vars[i].bound);
-                (Expr::Index(name, self.iexpr()), bound)
+                let index = self.stencil_index(&name).unwrap_or_else(|| self.iexpr());
+                (Expr::Index(name, index), bound)
             }
             3 => {
                 let i = *self.rng.pick(&structs);

@@ -314,10 +314,15 @@ impl Mutator {
                 }
             }
             Stmt::For { body, .. }
+            | Stmt::Stencil { body, .. }
             | Stmt::ForSlice { body, .. }
             | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => self.stmts(body),
+            Stmt::LetPush { body, value, .. } => {
+                self.stmts(body);
+                self.expr(value);
+            }
             Stmt::LetBuf { .. }
             | Stmt::LetCopy { .. }
             | Stmt::LetCollect { .. }
@@ -377,6 +382,7 @@ fn bodies(s: &Stmt) -> Vec<Vec<Stmt>> {
         Stmt::If { then, els, .. } => vec![then.clone(), els.clone()],
         Stmt::Match { arms, .. } => arms.clone(),
         Stmt::For { body, .. }
+        | Stmt::Stencil { body, .. }
         | Stmt::ForSlice { body, .. }
         | Stmt::While { body, .. }
         | Stmt::Loop { body, .. }
@@ -552,10 +558,15 @@ fn visit_stmts(v: &[Stmt], s: &mut dyn FnMut(&Stmt), e: &mut dyn FnMut(&Expr)) {
                 }
             }
             Stmt::For { body, .. }
+            | Stmt::Stencil { body, .. }
             | Stmt::ForSlice { body, .. }
             | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => visit_stmts(body, s, e),
+            Stmt::LetPush { body, value, .. } => {
+                visit_stmts(body, s, e);
+                visit_expr(value, e);
+            }
             Stmt::LetBuf { .. }
             | Stmt::LetCopy { .. }
             | Stmt::LetCollect { .. }
@@ -621,10 +632,15 @@ fn visit_stmts_mut(v: &mut [Stmt], f: &mut dyn FnMut(&mut Expr)) {
                 }
             }
             Stmt::For { body, .. }
+            | Stmt::Stencil { body, .. }
             | Stmt::ForSlice { body, .. }
             | Stmt::ForStructs { body, .. }
             | Stmt::While { body, .. }
             | Stmt::Loop { body, .. } => visit_stmts_mut(body, f),
+            Stmt::LetPush { body, value, .. } => {
+                visit_stmts_mut(body, f);
+                visit_expr_mut(value, f);
+            }
             Stmt::LetBuf { .. }
             | Stmt::LetCopy { .. }
             | Stmt::LetCollect { .. }

@@ -251,6 +251,39 @@ impl Env<'_> {
                 };
                 count_ok && self.in_loop(&bind, body)
             }
+            Stmt::LetPush {
+                name,
+                var,
+                count,
+                body,
+                value,
+                ..
+            } => {
+                let count_ok = match count {
+                    Count::Lit(_) => true,
+                    Count::Len(s) => self.seq(s),
+                };
+                // (The value is read with the loop's variable in scope.)
+                let bind = [(var.clone(), Kind::Int)];
+                let mark = self.vars.len();
+                self.vars.extend(bind.iter().cloned());
+                let value_ok = self.expr(value);
+                self.vars.truncate(mark);
+                let ok = count_ok && value_ok && self.in_loop(&bind, body);
+                self.vars.push((name.clone(), Kind::Buf));
+                ok
+            }
+            // (The shrinker changes no length nor these bounds: the body's
+            // direct indices stay in bounds.)
+            Stmt::Stencil {
+                var, count, body, ..
+            } => {
+                let count_ok = match count {
+                    Count::Lit(_) => true,
+                    Count::Len(s) => self.seq(s),
+                };
+                count_ok && self.in_loop(&[(var.clone(), Kind::Int)], body)
+            }
             Stmt::ForSlice {
                 elem,
                 index,
@@ -369,6 +402,7 @@ impl Env<'_> {
             IExpr::Lit(_) => true,
             IExpr::Var(v) => self.is(v, |k| k == Kind::Int),
             IExpr::Add(a, _) => self.iexpr(a),
+            IExpr::At(v, _) => self.is(v, |k| k == Kind::Int),
         }
     }
 

@@ -16,7 +16,7 @@ use syn::Expr as SynExpr;
 
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
-use crate::ir::{Expr, ExprKind, StmtKind, VarKind};
+use crate::ir::{Expr, ExprKind, Origin, StmtKind, Var, VarId, VarKind};
 
 /// True for `x.to_vec()`, a `Vec` whatever `x` is.
 pub(super) fn is_to_vec(expr: &SynExpr) -> bool {
@@ -24,6 +24,45 @@ pub(super) fn is_to_vec(expr: &SynExpr) -> bool {
 }
 
 impl Lowerer {
+    /// A new local `Vec` of reals named `name`, of type `ty`.
+    pub(super) fn new_vec(&mut self, name: &syn::Ident, ty: syn::Type) -> VarId {
+        self.new_var(Var {
+            name: name.clone(),
+            mutable: true,
+            origin: Origin::Local,
+            kind: VarKind::Buffer,
+            array: false,
+            annotation: Some(ty),
+            span: name.span(),
+        })
+    }
+
+    /// `let var = vec![0.0; len];`, at `span`.
+    pub(super) fn let_zeros(
+        &mut self,
+        var: VarId,
+        len: Expr,
+        span: proc_macro2::Span,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) {
+        let zero = syn::LitFloat::new("0.0", span);
+        let elem = Expr::new(ExprKind::Lit(syn::Lit::Float(zero)), span);
+        let init = Expr::new(
+            ExprKind::NewBuffer(crate::ir::NewBuffer::Repeat {
+                elem: Box::new(elem),
+                len: Box::new(len),
+            }),
+            span,
+        );
+        out.push(self.stmt(
+            span,
+            StmtKind::Let {
+                var,
+                init: Some(init),
+            },
+        ));
+    }
+
     /// Lowers `expr`, a buffer value (see the module's docs).
     pub(super) fn buffer_value(
         &mut self,

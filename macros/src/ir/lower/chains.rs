@@ -22,9 +22,7 @@ use super::closures::{Bound, ClosureDef};
 use super::loops::Walked;
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
-use crate::ir::{
-    AssignOp, Expr, ExprKind, Math, Origin, Place, RangeIter, StmtKind, Var, VarId, VarKind,
-};
+use crate::ir::{AssignOp, Expr, ExprKind, Math, Place, RangeIter, StmtKind, VarId, VarKind};
 
 /// Where a chain's items come from.
 enum Source {
@@ -342,30 +340,8 @@ impl Lowerer {
             return Ok(None);
         }
         let span = init.span();
-        let zero = syn::LitFloat::new("0.0", span);
-        let var = self.new_var(Var {
-            name: name.clone(),
-            mutable: true,
-            origin: Origin::Local,
-            kind: VarKind::Buffer,
-            array: false,
-            annotation: Some(written),
-            span: name.span(),
-        });
-        let elem = Expr::new(ExprKind::Lit(syn::Lit::Float(zero)), span);
-        out.push(self.stmt(
-            span,
-            StmtKind::Let {
-                var,
-                init: Some(Expr::new(
-                    ExprKind::NewBuffer(crate::ir::NewBuffer::Repeat {
-                        elem: Box::new(elem),
-                        len: Box::new(len),
-                    }),
-                    span,
-                )),
-            },
-        ));
+        let var = self.new_vec(name, written);
+        self.let_zeros(var, len, span, out);
         self.chain_loop(chain, &Reduction::Collect(var), None, span, out)?;
         self.bind(name, var);
         Ok(Some(var))
@@ -417,15 +393,7 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let id = self.enter_loop(None, None);
-        let index = self.new_var(Var {
-            name: quote::format_ident!("__deltad_item{}", id, span = Span::mixed_site()),
-            mutable: false,
-            origin: Origin::LoopIndex,
-            kind: VarKind::Scalar,
-            array: false,
-            annotation: None,
-            span,
-        });
+        let index = self.loop_index(id, span);
         let body = self.with_scope(|this| {
             let mut body = this.new_block();
             let index_expr = || Expr::new(ExprKind::Var(index), span);

@@ -140,6 +140,14 @@ impl Lowerer {
                         ))
                     }
                 };
+                // (A loop building a `Vec` by pushing needs its index.)
+                let var = match var {
+                    None if this.builds(for_loop) => Some(this.loop_index(id, span)),
+                    var => var,
+                };
+                if let Some(index) = var {
+                    this.start_pushes(for_loop, index);
+                }
                 let body = this.block_into(&for_loop.body, None)?;
                 Ok(StmtKind::For {
                     id,
@@ -156,6 +164,9 @@ impl Lowerer {
         });
         self.exit_loop();
         let kind = result?;
+        if let StmtKind::For { range, .. } = &kind {
+            self.end_pushes(for_loop, range, out)?;
+        }
         out.push(self.stmt(span, kind));
         Ok(())
     }
@@ -171,16 +182,8 @@ impl Lowerer {
         reversed: bool,
     ) -> Lowered<StmtKind> {
         let span = for_loop.span();
-        let index_name = quote::format_ident!("__deltad_index{}", id, span = Span::mixed_site());
-        let index = self.new_var(Var {
-            name: index_name,
-            mutable: false,
-            origin: Origin::LoopIndex,
-            kind: VarKind::Scalar,
-            array: false,
-            annotation: None,
-            span,
-        });
+        let index = self.loop_index(id, span);
+        self.start_pushes(for_loop, index);
         let unsupported = |pat: &syn::Pat| {
             Unsupported::new(
                 pat.span(),
@@ -291,6 +294,20 @@ impl Lowerer {
                 reversed,
             },
             body,
+        })
+    }
+
+    /// A generated index variable for loop `id`.
+    pub(super) fn loop_index(&mut self, id: crate::ir::LoopId, span: Span) -> VarId {
+        let name = quote::format_ident!("__deltad_index{}", id, span = Span::mixed_site());
+        self.new_var(Var {
+            name,
+            mutable: false,
+            origin: Origin::LoopIndex,
+            kind: VarKind::Scalar,
+            array: false,
+            annotation: None,
+            span,
         })
     }
 

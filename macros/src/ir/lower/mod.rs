@@ -27,6 +27,7 @@ mod exprs;
 mod loops;
 mod opaque;
 mod patterns;
+mod pushes;
 mod stmts;
 mod structs;
 
@@ -68,6 +69,8 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         literals: std::collections::HashMap::new(),
         call_fields: Vec::new(),
         elements: std::collections::HashMap::new(),
+        pushed: Vec::new(),
+        reals: HashSet::new(),
     };
     let mut params = Vec::new();
     let mut prologue = Vec::new();
@@ -284,6 +287,10 @@ pub(super) struct Lowerer {
     call_fields: Vec<(VarId, Vec<structs::FieldLocal>)>,
     /// The locals built by struct literals, and their fields' variables.
     literals: std::collections::HashMap<VarId, structs::Literal>,
+    /// The `Vec`s loops build by pushing (`pushes.rs`).
+    pushed: Vec<pushes::Pushed>,
+    /// Scalar locals whose first value is surely a real (`pushes.rs`).
+    reals: HashSet<VarId>,
 }
 
 impl Lowerer {

@@ -81,6 +81,10 @@ impl Lowerer {
         match pat {
             syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
                 let mutable = ident.mutability.is_some();
+                // `let mut v = Vec::new();` that a loop pushes into.
+                if mutable && self.let_pushed(ident, annotation.as_ref(), init, rest)? {
+                    return Ok(());
+                }
                 if let SynExpr::Struct(literal) = strip(init) {
                     if literal.qself.is_none() {
                         return self
@@ -402,6 +406,9 @@ impl Lowerer {
             annotation: local.annotation,
             span: name.span(),
         });
+        if local.kind == VarKind::Scalar && self.evidently_real(&value) {
+            self.reals.insert(var);
+        }
         out.push(self.stmt(
             span,
             StmtKind::Let {
@@ -461,6 +468,9 @@ impl Lowerer {
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
         let span = expr.span();
+        if let Some(pushed) = self.push_stmt(expr, out) {
+            return pushed;
+        }
         match expr {
             SynExpr::Paren(paren) => self.expr_stmt(&paren.expr, out),
             SynExpr::Group(group) => self.expr_stmt(&group.expr, out),
