@@ -3213,3 +3213,32 @@ fn vecs_built_by_pushing() {
         near(hv.eta, tape_hv.eta, 1e-10, &format!("{what}: hvp"));
     }
 }
+
+// Central differences, `x[i + 1] - x[i - 1]`, and a wider stencil with two
+// unread offsets between its ends: the rolling window of `x`'s adjoints
+// carries each element through the offsets the loop does not read, and
+// adds what it holds when the loop ends (it once dropped that: the
+// gradient's second component was 0).
+both!(centred, centred_tape, fn(x: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 1..x.len() - 1 {
+        let d = x[i + 1] - x[i - 1];
+        s += d * d;
+    }
+    for i in 2..x.len() - 1 {
+        s += (x[i + 1] * x[i - 2]).sin();
+    }
+    s
+});
+
+#[test]
+fn central_differences_carry_adjoints_through_unread_offsets() {
+    let mut rng = Rng::new(53);
+    for n in [3, 4, 6, 9] {
+        let x = rng.vec(n, -1.0, 1.0);
+        let what = format!("centred differences, n = {n}");
+        let (g, tape_g) = agree!(centred, centred_tape, (&x), &what);
+        same(&g.x, &tape_g.x, &what);
+        check_gradient(centred, &x, &g.x, &what);
+    }
+}
