@@ -403,16 +403,28 @@ impl<'ast> Visit<'ast> for Exits {
         self.depth -= 1;
     }
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        // (A macro may hide a `return`; the usual assertions do not.)
+        // (A macro may hide a `return`; the standard ones do not.)
         let known = [
             "assert",
             "assert_eq",
             "assert_ne",
             "debug_assert",
+            "debug_assert_eq",
+            "debug_assert_ne",
             "println",
             "eprintln",
             "print",
             "eprint",
+            "format",
+            "write",
+            "writeln",
+            "vec",
+            "matches",
+            "dbg",
+            "panic",
+            "unreachable",
+            "todo",
+            "unimplemented",
         ];
         if !known.iter().any(|m| mac.path.is_ident(m)) {
             self.found = true;
