@@ -27,8 +27,8 @@ pub(crate) struct View {
     adjoint: bool,
 }
 
-/// The views a loop takes: the `let`s taking them, for the code before the
-/// loop, and the loop's span.
+/// The views a loop takes: the `let`s taking them, run before the loop
+/// once its span is known (`loop_over_views`).
 pub(crate) struct Views {
     lets: Vec<TokenStream>,
     /// How many views it pushed onto `Passes::views`.
@@ -47,8 +47,8 @@ fn span_locals() -> (Ident, Ident) {
 }
 
 impl Passes<'_> {
-    /// The views of loop `id` (variable `index`, over the range `walk`),
-    /// in effect for the code emitted until [`end_views`](Self::end_views).
+    /// The views of loop `id` (variable `index`), in effect for the code
+    /// emitted until [`end_views`](Self::end_views).
     /// For its reverse (`Side::Adjoint`): the values the adjoint reads, and
     /// the adjoints. For its forward pass: the buffers, read or written, if
     /// the loop runs its whole range (no `break`, `continue` or `return` in
