@@ -14,9 +14,7 @@ use syn::Expr as SynExpr;
 
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
-use crate::ir::{
-    AssignOp, Expr, ExprKind, Origin, Place, RangeIter, StmtKind, Var, VarId, VarKind,
-};
+use crate::ir::{AssignOp, Expr, ExprKind, Place, RangeIter, StmtKind, VarId};
 
 /// A buffer being built by the pushes of a loop.
 pub(super) struct Pushed {
@@ -66,15 +64,7 @@ impl Lowerer {
         let typed = annotation.is_some_and(real)
             || turbofish.is_some_and(|element| crate::analyze::activity::is_float_type(&element));
         let prim = self.precision.ident(name.span());
-        let var = self.new_var(Var {
-            name: name.clone(),
-            mutable: true,
-            origin: Origin::Local,
-            kind: VarKind::Buffer,
-            array: false,
-            annotation: Some(syn::parse_quote!(::std::vec::Vec<#prim>)),
-            span: name.span(),
-        });
+        let var = self.new_vec(name, syn::parse_quote!(::std::vec::Vec<#prim>));
         self.bind(name, var);
         self.pushed.push(Pushed {
             var,
