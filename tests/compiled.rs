@@ -3136,9 +3136,10 @@ fn loops_index_views_at_offsets() {
     }
 }
 
-// `Vec`s built by pushing once per iteration of a loop over `0..n` or over
-// buffers' elements (a loop with `_` too), typed or not: new buffers of the
-// loop's length, set element by element, on the compiled path.
+// `Vec`s built by pushing once per iteration of a loop over a range from a
+// literal (`0..n`, `1..n`, `2..m` that may be empty) or over buffers'
+// elements (a loop with `_` too), typed or not: new buffers of the loop's
+// length, set element by element, on the compiled path.
 both!(pushed, pushed_tape, fn(x: &[f64], g: &[f64], eta: f64, m: usize) -> f64 {
     let mut next = Vec::new();
     for k in 0..x.len() {
@@ -3171,13 +3172,25 @@ both!(pushed, pushed_tape, fn(x: &[f64], g: &[f64], eta: f64, m: usize) -> f64 {
         }
         terms.push(t);
     }
-    total + scaled[1] * next[0] + terms.iter().sum::<f64>()
+    let mut differences = Vec::new();
+    for i in 1..x.len() {
+        differences.push(next[i] - next[i - 1]);
+    }
+    let mut later: Vec<f64> = Vec::new();
+    for i in 2..m {
+        later.push(x[i % x.len()] * differences.len() as f64);
+    }
+    total
+        + scaled[1] * next[0]
+        + terms.iter().sum::<f64>()
+        + differences.iter().map(|d| d * d).sum::<f64>()
+        + later.iter().sum::<f64>()
 });
 
 #[test]
 fn vecs_built_by_pushing() {
     let mut rng = Rng::new(47);
-    for (n, m) in [(1, 0), (4, 3), (7, 9)] {
+    for (n, m) in [(1, 0), (4, 3), (7, 9), (2, 1)] {
         let (x, g) = (rng.vec(n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
         let eta = 0.3;
         let what = format!("pushed, n = {n}, m = {m}");

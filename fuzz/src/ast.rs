@@ -151,14 +151,15 @@ pub enum Stmt {
         turbofish: bool,
     },
     /// `let mut name = Vec::new();` (typed or not, or `with_capacity`) and
-    /// `for var in 0..count { body; name.push(value); }`: a buffer built by
-    /// pushing once per iteration (the body leaves the loop nowhere).
+    /// `for var in start..count { body; name.push(value); }`: a buffer built
+    /// by pushing once per iteration (the body leaves the loop nowhere).
     LetPush {
         name: String,
         /// `Vec<f64>` written: 0 not, 1 in the annotation, 2 as a turbofish.
         typed: u8,
         capacity: bool,
         var: String,
+        start: usize,
         count: Count,
         body: Vec<Stmt>,
         value: Expr,

@@ -227,6 +227,7 @@ fn stmt(w: &mut Writer, s: &Stmt) {
             typed,
             capacity,
             var,
+            start,
             count,
             body,
             value,
@@ -246,7 +247,7 @@ fn stmt(w: &mut Writer, s: &Stmt) {
                 format!("Vec{turbofish}::new()")
             };
             w.line(&format!("let mut {name}{annotation} = {made};"));
-            w.line(&format!("for {var} in 0..{n} {{"));
+            w.line(&format!("for {var} in {start}..{n} {{"));
             w.indent += 1;
             block(w, body);
             w.line(&format!("{name}.push({});", expr(value)));

@@ -1066,8 +1066,8 @@ impl Gen {
         Some(IExpr::At(var, offset))
     }
 
-    /// `let mut b = Vec::new();` and a loop over `0..count` whose body (which
-    /// leaves it nowhere) ends with `b.push(value);`.
+    /// `let mut b = Vec::new();` and a loop over `start..count` whose body
+    /// (which leaves it nowhere) ends with `b.push(value);`.
     fn let_push(&mut self, depth: usize) -> Stmt {
         let seqs = self.known_lengths(1);
         let (count, trips) = if !seqs.is_empty() && self.rng.chance(0.4) {
@@ -1078,6 +1078,8 @@ impl Gen {
             let n = self.rng.range(1, 5);
             (Count::Lit(n), n)
         };
+        // (From a literal, leaving at least one element.)
+        let start = self.rng.range(0, 2.min(trips - 1));
         let var = self.name("i");
         let saved_return = self.allow_return;
         self.allow_return = false;
@@ -1090,12 +1092,13 @@ impl Gen {
         self.loop_levels.pop();
         self.allow_return = saved_return;
         let name = self.name("b");
-        self.declare(&name, Kind::Buf(trips), bound, true);
+        self.declare(&name, Kind::Buf(trips - start), bound, true);
         Stmt::LetPush {
             name,
             typed: self.rng.below(3) as u8,
             capacity: self.rng.chance(0.3),
             var,
+            start,
             count,
             body,
             value,

@@ -146,7 +146,7 @@ impl Lowerer {
                     var => var,
                 };
                 if let Some(index) = var {
-                    this.start_pushes(for_loop, index);
+                    this.start_pushes(for_loop, index, &range.start);
                 }
                 let body = this.block_into(&for_loop.body, None)?;
                 Ok(StmtKind::For {
@@ -183,7 +183,12 @@ impl Lowerer {
     ) -> Lowered<StmtKind> {
         let span = for_loop.span();
         let index = self.loop_index(id, span);
-        self.start_pushes(for_loop, index);
+        let zero: syn::LitInt = syn::parse_quote!(0usize);
+        self.start_pushes(
+            for_loop,
+            index,
+            &Expr::new(ExprKind::Lit(syn::Lit::Int(zero)), span),
+        );
         let unsupported = |pat: &syn::Pat| {
             Unsupported::new(
                 pat.span(),

@@ -1,11 +1,12 @@
 //! A `Vec` of reals built by pushing: `let mut v = Vec::new();` (or
 //! `Vec::with_capacity(n)`, `vec![]`) whose first use is a `for` loop over
-//! `0..n` or over buffers' elements that pushes one element in every
-//! iteration (`v.push(e);`, a statement of the loop's body itself, before
-//! which nothing leaves the loop; no other use of `v` in the loop). It is a
-//! new buffer of the loop's length, made where the loop starts, whose
-//! element `i` iteration `i` sets: the passes see an ordinary buffer.
-//! Other pushes keep the function on the tape.
+//! a range from a literal `c` (`c..n`) or over buffers' elements that
+//! pushes one element in every iteration (`v.push(e);`, a statement of the
+//! loop's body itself, with nothing that leaves the loop; no other use of
+//! `v` in the loop). It is a new buffer of the loop's length
+//! (`n.saturating_sub(c)`), made where the loop starts, whose element
+//! `i - c` iteration `i` sets: the passes see an ordinary buffer. Other
+//! pushes keep the function on the tape.
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -14,7 +15,10 @@ use syn::Expr as SynExpr;
 
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
-use crate::ir::{AssignOp, Expr, ExprKind, Place, RangeIter, StmtKind, VarId};
+use crate::ir::{ArithOp, AssignOp, Expr, ExprKind, Place, RangeIter, StmtKind, VarId};
+
+/// The loops a `Vec` may be built by.
+const RANGES: &str = "a `Vec` built by `push` is on the compiled path when the loop runs forwards over a range from a literal (`0..n`, `1..n`) or over buffers' elements";
 
 /// A buffer being built by the pushes of a loop.
 pub(super) struct Pushed {
@@ -22,8 +26,9 @@ pub(super) struct Pushed {
     /// The loop (its syntax, by address), and where it starts.
     by: *const syn::ExprForLoop,
     span: Span,
-    /// The loop's index, while its body is lowered.
-    index: Option<VarId>,
+    /// The loop's index while its body is lowered, and the range's first
+    /// value if a literal (the element's index is the index minus it).
+    index: Option<(VarId, Option<u64>)>,
     /// Its element type is written (`Vec<f64>`).
     typed: bool,
 }
@@ -52,7 +57,7 @@ impl Lowerer {
             return Err(Unsupported::new(
                 init.span(),
                 format!(
-                    "an empty `Vec` is on the compiled path when the next statement naming `{name}` is a `for` loop over `0..n` or over buffers' elements that pushes one element in every iteration (`{name}.push(..);` in the loop's body itself, no `break`, `continue` or `return` in the loop, no other use of `{name}` in it)"
+                    "an empty `Vec` is on the compiled path when the next statement naming `{name}` is a `for` loop over a range from a literal (`0..n`, `1..n`) or over buffers' elements that pushes one element in every iteration (`{name}.push(..);` in the loop's body itself, no `break`, `continue` or `return` in the loop, no other use of `{name}` in it)"
                 ),
             ));
         };
@@ -82,11 +87,15 @@ impl Lowerer {
     }
 
     /// The buffers loop `by` builds: their index is `index` while its body
-    /// is lowered.
-    pub(super) fn start_pushes(&mut self, by: &syn::ExprForLoop, index: VarId) {
+    /// is lowered, from `start` on (the range's first value, a literal).
+    pub(super) fn start_pushes(&mut self, by: &syn::ExprForLoop, index: VarId, start: &Expr) {
+        let first = match &start.kind {
+            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<u64>().ok(),
+            _ => None,
+        };
         for pushed in &mut self.pushed {
             if std::ptr::eq(pushed.by, by) {
-                pushed.index = Some(index);
+                pushed.index = Some((index, first));
             }
         }
     }
@@ -109,15 +118,35 @@ impl Lowerer {
         let Some(&(_, span)) = built.first() else {
             return Ok(());
         };
-        let from_zero = matches!(&range.start.kind, ExprKind::Lit(syn::Lit::Int(int)) if int.base10_digits() == "0");
-        if !from_zero || range.inclusive || range.reversed || range.end.has_call() {
-            return Err(Unsupported::new(
-                span,
-                "a `Vec` built by `push` is on the compiled path when the loop runs over `0..n` (or over buffers' elements, forwards)",
-            ));
+        let first = match &range.start.kind {
+            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<u64>().ok(),
+            _ => None,
+        };
+        let unsupported = || Unsupported::new(span, RANGES);
+        let Some(first) = first else {
+            return Err(unsupported());
+        };
+        if range.inclusive || range.reversed || range.end.has_call() {
+            return Err(unsupported());
         }
+        // The length: the range's end, less its start (none if the end is
+        // below it).
+        let len = if first == 0 {
+            range.end.clone()
+        } else {
+            let end = self.let_temp(range.end.clone(), span, out);
+            let name = &self.vars[end].name;
+            let first = syn::LitInt::new(&format!("{first}usize"), span);
+            Expr::new(
+                ExprKind::Opaque {
+                    expr: Box::new(syn::parse_quote!((#name).saturating_sub(#first))),
+                    reads: vec![end],
+                },
+                span,
+            )
+        };
         for (var, _) in built {
-            self.let_zeros(var, range.end.clone(), span, out);
+            self.let_zeros(var, len.clone(), span, out);
         }
         Ok(())
     }
@@ -147,12 +176,15 @@ impl Lowerer {
     fn push_value(
         &mut self,
         var: VarId,
-        index: VarId,
+        (index, first): (VarId, Option<u64>),
         typed: bool,
         value: &SynExpr,
         span: Span,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
+        let Some(first) = first else {
+            return Err(Unsupported::new(span, RANGES));
+        };
         let value = self.expr(value, out)?;
         if !typed && !self.evidently_real(&value) {
             return Err(Unsupported::new(
@@ -163,7 +195,15 @@ impl Lowerer {
                 ),
             ));
         }
-        let at = Expr::new(ExprKind::Var(index), span);
+        let mut at = Expr::new(ExprKind::Var(index), span);
+        if first > 0 {
+            let first = syn::LitInt::new(&format!("{first}usize"), span);
+            let first = Expr::new(ExprKind::Lit(syn::Lit::Int(first)), span);
+            at = Expr::new(
+                ExprKind::Arith(ArithOp::Sub, Box::new(at), Box::new(first)),
+                span,
+            );
+        }
         out.push(self.stmt(
             span,
             StmtKind::Assign {
