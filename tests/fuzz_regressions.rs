@@ -1725,3 +1725,47 @@ mod reassigned_in_its_loop {
         }
     }
 }
+
+/// Found as program p256 of `--seed 149` (seed 15153312722411091129) and in
+/// CI's fixed batch: a `Vec` pushed by a loop over `1..4`, a range from one
+/// literal to another, did not compile (`(end).saturating_sub(1usize)` on a
+/// temporary holding the literal end, an integer of no type yet). The length
+/// is now `usize::saturating_sub(end, 1)`.
+mod pushed_between_literals {
+    use super::*;
+
+    macro_rules! between {
+        ($name:ident $(, $engine:ident)?) => {
+            #[differentiate$(($engine))?]
+            pub fn $name(x0: f64, s0: &[f64]) -> f64 {
+                let mut b = Vec::new();
+                for i in 1..4 {
+                    b.push((x0 * s0[i % s0.len()]).sin());
+                }
+                let mut none: Vec<f64> = Vec::new();
+                for i in 3..2 {
+                    none.push(x0 * i as f64);
+                }
+                b[0] * b[2] + b[1] * x0 + none.len() as f64
+            }
+        };
+    }
+    between!(between, compiled);
+    between!(between_tape, tape);
+
+    #[test]
+    fn a_vec_pushed_between_literals_has_their_difference_as_length() {
+        let s0 = [0.3, -0.2, 0.9, 0.5];
+        let x0 = 0.7;
+        let (value, g) = between::value_and_grad(x0, &s0);
+        assert_eq!(value, between(x0, &s0));
+        let got = [vec![g.x0], g.s0].concat();
+        let tape = between_tape::grad(x0, &s0);
+        assert_close(&got, &[vec![tape.x0], tape.s0].concat(), "the tape");
+        let fd = finite_difference(
+            |p| between(p[0], &p[1..5]),
+            &[vec![x0], s0.to_vec()].concat(),
+        );
+        assert_close(&got, &fd, "central differences");
+    }
+}

@@ -139,7 +139,9 @@ impl Lowerer {
             let first = syn::LitInt::new(&format!("{first}usize"), span);
             Expr::new(
                 ExprKind::Opaque {
-                    expr: Box::new(syn::parse_quote!((#name).saturating_sub(#first))),
+                    // (Typed: a literal end leaves the temporary's integer
+                    // type open to a method call.)
+                    expr: Box::new(syn::parse_quote!(usize::saturating_sub(#name, #first))),
                     reads: vec![end],
                 },
                 span,
