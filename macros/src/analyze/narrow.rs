@@ -54,20 +54,27 @@ pub(crate) fn indexed_only_at(id: LoopId, index: VarId, body: &Block) -> Vec<Ind
                 ..
             } if *var == index => refused = true,
             StmtKind::Assign { place, .. } => match place {
-                Place::Elem(var, at) if offset(at).is_some() => {
-                    at_index.extend(offset(at).map(|c| (*var, c)));
-                    written.push(*var);
-                }
-                _ => elsewhere.push(place.var()),
+                Place::Elem(var, at) => match offset(at) {
+                    Some(c) => {
+                        at_index.push((*var, c));
+                        written.push(*var);
+                    }
+                    None => elsewhere.push(*var),
+                },
+                Place::Var(var) => elsewhere.push(*var),
             },
             _ => {}
         }
         stmt.each_expr(&mut |expr| {
-            expr.each_subexpr(&mut |e| match &e.kind {
-                ExprKind::Elem(var, at) if offset(at).is_some() => {
-                    at_index.extend(offset(at).map(|c| (*var, c)));
+            expr.each_subexpr(&mut |e| {
+                let indexed = match &e.kind {
+                    ExprKind::Elem(var, at) => offset(at).map(|c| (*var, c)),
+                    _ => None,
+                };
+                match indexed {
+                    Some(indexed) => at_index.push(indexed),
+                    None => e.each_named(&mut |var| elsewhere.push(var)),
                 }
-                _ => e.each_named(&mut |var| elsewhere.push(var)),
             })
         });
     });

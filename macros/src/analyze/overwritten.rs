@@ -79,7 +79,7 @@ impl Checker<'_> {
             }
             match &stmt.kind {
                 StmtKind::Assign { .. } => {
-                    if self.plain_write(stmt, var).and_then(literal) != Some(set) {
+                    if self.plain_write(stmt, var).and_then(Expr::int_literal) != Some(set) {
                         return false;
                     }
                     set += 1;
@@ -91,7 +91,7 @@ impl Checker<'_> {
                     ..
                 } => {
                     let every = |at: &Expr| matches!(at.kind, ExprKind::Var(v) if v == *index);
-                    return literal(&range.start) == Some(set)
+                    return range.start.int_literal() == Some(set)
                         && self.loop_sets_once(stmt, var)
                         && (whole_length(var, &range.end, self.positions, &self.declarations)
                             && self.sets_each(body, var, every)
@@ -145,8 +145,8 @@ impl Checker<'_> {
                 ..
             } = &stmt.kind
             {
-                if literal(&range.start) == Some(0)
-                    && literal(&range.end) == Some(width)
+                if range.start.int_literal() == Some(0)
+                    && range.end.int_literal() == Some(width)
                     && *column != row
                     && self.loop_sets_once(stmt, var)
                     && !assigns(inner, row)
@@ -200,9 +200,11 @@ fn row_count(len: &Expr, rows_end: &Expr, positions: &Positions) -> Option<usize
     let ExprKind::Arith(ArithOp::Mul, a, b) = &len.kind else {
         return None;
     };
-    [(a, b), (b, a)]
-        .into_iter()
-        .find_map(|(width, rows)| literal(width).filter(|_| same_value(rows, rows_end, positions)))
+    [(a, b), (b, a)].into_iter().find_map(|(width, rows)| {
+        width
+            .int_literal()
+            .filter(|_| same_value(rows, rows_end, positions))
+    })
 }
 
 /// `C` if `at` is `C * row + column` (the factors and terms in either
@@ -220,15 +222,7 @@ fn row_major(at: &Expr, row: VarId, column: VarId) -> Option<usize> {
     };
     [(x, y), (y, x)]
         .into_iter()
-        .find_map(|(width, r)| literal(width).filter(|_| is(r, row)))
-}
-
-/// The value of an integer literal.
-fn literal(expr: &Expr) -> Option<usize> {
-    match &expr.kind {
-        ExprKind::Lit(syn::Lit::Int(i)) => i.base10_parse().ok(),
-        _ => None,
-    }
+        .find_map(|(width, r)| width.int_literal().filter(|_| is(r, row)))
 }
 
 /// True if `expr` or a subexpression names `var`.

@@ -160,17 +160,9 @@ fn once_per_element(write: &Write, depth: usize) -> bool {
     }
 }
 
-/// The value of an integer literal.
-fn literal(expr: &Expr) -> Option<i128> {
-    match &expr.kind {
-        ExprKind::Lit(syn::Lit::Int(i)) => i.base10_parse().ok(),
-        _ => None,
-    }
-}
-
 /// `index` as a loop variable (or none: a literal) plus an offset.
 fn offset_of(index: &Expr) -> Option<(Option<VarId>, i128)> {
-    if let Some(c) = literal(index) {
+    if let Some(c) = index.int_literal() {
         return Some((None, c));
     }
     index.offset_of().map(|(var, c)| (Some(var), i128::from(c)))
@@ -194,10 +186,13 @@ fn covered(write: &Write) -> (i128, Option<i128>) {
     else {
         return ANY;
     };
-    let Some(start) = literal(&range.start) else {
+    let Some(start) = range.start.int_literal::<i128>() else {
         return ANY;
     };
-    let end = literal(&range.end).map(|end| end + i128::from(range.inclusive) + offset);
+    let end = range
+        .end
+        .int_literal::<i128>()
+        .map(|end| end + i128::from(range.inclusive) + offset);
     (start + offset, end)
 }
 

@@ -307,7 +307,7 @@ pub(crate) fn whole_length(
     };
     match &init.kind {
         ExprKind::NewBuffer(NewBuffer::List(elems)) => {
-            matches!(&end.kind, ExprKind::Lit(syn::Lit::Int(i)) if i.base10_parse::<usize>().ok() == Some(elems.len()))
+            end.int_literal::<usize>() == Some(elems.len())
         }
         ExprKind::NewBuffer(NewBuffer::Repeat { len, .. }) => same_value(len, end, positions),
         _ => false,

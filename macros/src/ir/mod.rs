@@ -471,22 +471,30 @@ impl Expr {
         Expr { span, kind }
     }
 
+    /// The value of an integer literal, if it is one that fits `N`.
+    pub(crate) fn int_literal<N>(&self) -> Option<N>
+    where
+        N: std::str::FromStr,
+        N::Err: std::fmt::Display,
+    {
+        match &self.kind {
+            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse().ok(),
+            _ => None,
+        }
+    }
+
     /// An index `i`, `i + c`, `c + i` or `i - c` (`c` an integer literal):
     /// the variable and the offset.
     pub(crate) fn offset_of(&self) -> Option<(VarId, i64)> {
-        let literal = |e: &Expr| match &e.kind {
-            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<i64>().ok(),
-            _ => None,
-        };
         match &self.kind {
             ExprKind::Var(var) => Some((*var, 0)),
             ExprKind::Arith(ArithOp::Add, a, b) => match (&a.kind, &b.kind) {
-                (ExprKind::Var(var), _) => Some((*var, literal(b)?)),
-                (_, ExprKind::Var(var)) => Some((*var, literal(a)?)),
+                (ExprKind::Var(var), _) => Some((*var, b.int_literal()?)),
+                (_, ExprKind::Var(var)) => Some((*var, a.int_literal()?)),
                 _ => None,
             },
             ExprKind::Arith(ArithOp::Sub, a, b) => match &a.kind {
-                ExprKind::Var(var) => Some((*var, literal(b)?.checked_neg()?)),
+                ExprKind::Var(var) => Some((*var, b.int_literal::<i64>()?.checked_neg()?)),
                 _ => None,
             },
             _ => None,

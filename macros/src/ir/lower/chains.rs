@@ -333,7 +333,11 @@ impl Lowerer {
         // Its length: the shortest buffer's, or a range's from 0.
         let len = match &chain.source {
             Source::Buffers(buffers) => Walked::shortest(buffers, self, call.span()),
-            Source::Range(range) if is_zero(&range.start) && !range.inclusive => range.end.clone(),
+            Source::Range(range)
+                if range.start.int_literal::<u64>() == Some(0) && !range.inclusive =>
+            {
+                range.end.clone()
+            }
             Source::Range(_) => return Ok(None),
         };
         if filtered || chain.reversed || len.has_call() {
@@ -667,9 +671,4 @@ fn type_reduction(expr: &mut SynExpr, float: &proc_macro2::TokenStream) {
             call.turbofish = Some(syn::parse_quote!(::<#float>));
         }
     }
-}
-
-/// True for the literal `0` (a range's start).
-fn is_zero(expr: &Expr) -> bool {
-    matches!(&expr.kind, ExprKind::Lit(syn::Lit::Int(int)) if int.base10_digits() == "0")
 }

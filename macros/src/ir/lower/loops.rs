@@ -146,7 +146,7 @@ impl Lowerer {
                     var => var,
                 };
                 if let Some(index) = var {
-                    this.start_pushes(for_loop, index, &range.start);
+                    this.start_pushes(for_loop, index, range.start.int_literal());
                 }
                 let body = this.block_into(&for_loop.body, None)?;
                 Ok(StmtKind::For {
@@ -183,12 +183,8 @@ impl Lowerer {
     ) -> Lowered<StmtKind> {
         let span = for_loop.span();
         let index = self.loop_index(id, span);
-        let zero: syn::LitInt = syn::parse_quote!(0usize);
-        self.start_pushes(
-            for_loop,
-            index,
-            &Expr::new(ExprKind::Lit(syn::Lit::Int(zero)), span),
-        );
+        // (Elements are walked from the first.)
+        self.start_pushes(for_loop, index, Some(0));
         let unsupported = |pat: &syn::Pat| {
             Unsupported::new(
                 pat.span(),

@@ -87,12 +87,9 @@ impl Lowerer {
     }
 
     /// The buffers loop `by` builds: their index is `index` while its body
-    /// is lowered, from `start` on (the range's first value, a literal).
-    pub(super) fn start_pushes(&mut self, by: &syn::ExprForLoop, index: VarId, start: &Expr) {
-        let first = match &start.kind {
-            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<u64>().ok(),
-            _ => None,
-        };
+    /// is lowered, counted from `first` (the range's first value, if a
+    /// literal).
+    pub(super) fn start_pushes(&mut self, by: &syn::ExprForLoop, index: VarId, first: Option<u64>) {
         for pushed in &mut self.pushed {
             if std::ptr::eq(pushed.by, by) {
                 pushed.index = Some((index, first));
@@ -108,20 +105,18 @@ impl Lowerer {
         range: &RangeIter,
         out: &mut Vec<crate::ir::Stmt>,
     ) -> Lowered<()> {
-        let built: Vec<(VarId, Span)> = self
+        let built: Vec<&Pushed> = self
             .pushed
             .iter()
             .filter(|p| std::ptr::eq(p.by, by))
-            .map(|p| (p.var, p.span))
             .collect();
-        self.pushed.retain(|p| !std::ptr::eq(p.by, by));
-        let Some(&(_, span)) = built.first() else {
+        let Some(pushed) = built.first() else {
             return Ok(());
         };
-        let first = match &range.start.kind {
-            ExprKind::Lit(syn::Lit::Int(int)) => int.base10_parse::<u64>().ok(),
-            _ => None,
-        };
+        // (`start_pushes` read the range's first value.)
+        let (span, first) = (pushed.span, pushed.index.and_then(|(_, first)| first));
+        let built: Vec<VarId> = built.iter().map(|p| p.var).collect();
+        self.pushed.retain(|p| !std::ptr::eq(p.by, by));
         let unsupported = || Unsupported::new(span, RANGES);
         let Some(first) = first else {
             return Err(unsupported());
@@ -147,7 +142,7 @@ impl Lowerer {
                 span,
             )
         };
-        for (var, _) in built {
+        for var in built {
             self.let_zeros(var, len.clone(), span, out);
         }
         Ok(())
