@@ -392,3 +392,153 @@ fn preaccumulated_nested_derivatives_match_the_tape() {
         hv.t
     );
 }
+
+// ----- nested gradients in compiled code ------------------------------------
+
+/// Every gradient field and value of the inner function at arguments built
+/// from `t` and `y`: a `let` of the gradient read field by field, a field
+/// of a gradient written in place, `value_and_grad` with and without its
+/// value, inside a loop and a branch.
+macro_rules! gradient_outer {
+    ($name:ident, $inner:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(t: f64, y: &[f64]) -> f64 {
+            let c = [0.5, -0.25, 2.0];
+            let x = vec![y[0] * t, y[1], y[2] + t];
+            let w = [t * t, y[0]];
+            let g = $inner::grad(t, &x, w, vec![1.5, t, y[1] * y[2]], &c, 3);
+            let gx = $inner::grad(t, &x, w, vec![1.5, t, y[1]], &c, 3).x;
+            let (value, h) = $inner::value_and_grad(y[1], &x, w, vec![t, t, y[2]], &c, 2);
+            let (_, k) = $inner::value_and_grad(t, &w, [y[2], 1.0], vec![y[0], t, 0.5], &c, 2);
+            let mut s = g.a * y[2] + gx[0] * g.x[2] + g.w[1] + g.v[1] * t;
+            for i in 0..3 {
+                s += h.x[i] * k.v[i] * value;
+            }
+            if k.w[0] > 0.0 {
+                let pair = vec![k.a, h.a];
+                s += pair[1] * k.w[1];
+            }
+            s
+        }
+    };
+}
+gradient_outer!(gradients_compiled_of_compiled, mixed_compiled, compiled);
+gradient_outer!(gradients_compiled_of_tape, mixed_tape, compiled);
+gradient_outer!(gradients_tape_of_compiled, mixed_compiled, tape);
+
+/// Euler steps under the force -∇p of a potential `p` that depends on the
+/// control `w` (GradBench's `particle` without its optimiser), differentiated
+/// through the steps: the step's gradient is a call whose adjoint is a
+/// Hessian-vector product of `p`.
+#[differentiate]
+fn potential(x: &[f64], w: f64) -> f64 {
+    let a = ((x[0] - 10.0) * (x[0] - 10.0) + (x[1] - 10.0 + w) * (x[1] - 10.0 + w)).sqrt();
+    let b = ((x[0] - 10.0) * (x[0] - 10.0) + x[1] * x[1]).sqrt();
+    1.0 / a + 1.0 / b + w * w * x[0]
+}
+
+macro_rules! flight {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(w: f64, steps: usize) -> f64 {
+            let mut x = vec![0.0, 8.0];
+            let mut v = vec![0.75, 0.0];
+            for _ in 0..steps {
+                let force = potential::grad(&x, w);
+                x = vec![x[0] + 0.1 * v[0], x[1] + 0.1 * v[1]];
+                v = vec![
+                    v[0] - 0.1 * force.x[0] + 0.01 * force.w,
+                    v[1] - 0.1 * force.x[1],
+                ];
+            }
+            x[0] * x[0] + x[1]
+        }
+    };
+}
+flight!(flight_compiled, compiled);
+flight!(flight_tape, tape);
+
+#[test]
+fn nested_gradients_in_compiled_code_match_the_tape() {
+    let (t, y) = (0.6, [0.9, -0.4, 1.3]);
+    let (value, g) = gradients_compiled_of_compiled::value_and_grad(t, &y);
+    let (a, b) = (
+        gradients_compiled_of_tape::value_and_grad(t, &y),
+        gradients_tape_of_compiled::value_and_grad(t, &y),
+    );
+    for (other_value, other_t, other_y) in [(a.0, a.1.t, a.1.y), (b.0, b.1.t, b.1.y)] {
+        assert!(close(value, other_value), "{value} vs {other_value}");
+        assert!(close(g.t, other_t), "{} vs {other_t}", g.t);
+        for i in 0..3 {
+            assert!(close(g.y[i], other_y[i]), "{:?} vs {other_y:?}", g.y);
+        }
+    }
+    // Central differences (h = 1e-5: truncation ~h² times third
+    // derivatives of order 10, rounding ~1e-16/h).
+    let h = 1e-5;
+    let at = |s: f64, k: usize| {
+        let mut y = y;
+        let t = if k == 3 { t + s } else { t };
+        if k < 3 {
+            y[k] += s;
+        }
+        gradients_compiled_of_compiled::value_and_grad(t, &y).0
+    };
+    for (k, exact) in [(0, g.y[0]), (1, g.y[1]), (2, g.y[2]), (3, g.t)] {
+        let fd = (at(h, k) - at(-h, k)) / (2.0 * h);
+        assert!(
+            (exact - fd).abs() < 1e-7 * (1.0 + fd.abs()),
+            "input {k}: {exact} vs {fd}"
+        );
+    }
+    // Second order through the nested gradients (forward over reverse over
+    // forward over reverse), against the tape, and forward mode against the
+    // gradient.
+    let v = gradients_compiled_of_compiled::Grad {
+        t: 0.3,
+        y: vec![-1.0, 0.5, 2.0],
+    };
+    let hv = gradients_compiled_of_compiled::hvp(t, &y, &v);
+    let tape_hv = gradients_tape_of_compiled::hvp(
+        t,
+        &y,
+        &gradients_tape_of_compiled::Grad {
+            t: v.t,
+            y: v.y.clone(),
+        },
+    );
+    assert!(close(hv.t, tape_hv.t), "{} vs {}", hv.t, tape_hv.t);
+    for i in 0..3 {
+        assert!(
+            close(hv.y[i], tape_hv.y[i]),
+            "{:?} vs {:?}",
+            hv.y,
+            tape_hv.y
+        );
+    }
+    let (_, tangent) = gradients_compiled_of_compiled::jvp(t, &y, &v);
+    let dot = v.t * g.t + (0..3).map(|i| v.y[i] * g.y[i]).sum::<f64>();
+    assert!(close(tangent, dot), "{tangent} vs {dot}");
+}
+
+#[test]
+fn a_simulation_under_a_gradient_force_differentiates_through_its_steps() {
+    let w = 0.3;
+    for steps in [0, 1, 20] {
+        let (value, g) = flight_compiled::value_and_grad(w, steps);
+        let (tape_value, tape_g) = flight_tape::value_and_grad(w, steps);
+        assert!(close(value, tape_value), "{value} vs {tape_value}");
+        assert!(close(g.w, tape_g.w), "{} vs {}", g.w, tape_g.w);
+        // Central differences (h = 1e-5, as above).
+        let h = 1e-5;
+        let fd = (flight_compiled(w + h, steps) - flight_compiled(w - h, steps)) / (2.0 * h);
+        assert!(
+            (g.w - fd).abs() < 1e-7 * (1.0 + fd.abs()),
+            "{} vs {fd}",
+            g.w
+        );
+        let hv = flight_compiled::hvp(w, steps, &flight_compiled::Grad { w: 1.0 }).w;
+        let tape_hv = flight_tape::hvp(w, steps, &flight_tape::Grad { w: 1.0 }).w;
+        assert!(close(hv, tape_hv), "{hv} vs {tape_hv}");
+    }
+}

@@ -59,6 +59,12 @@ impl Names {
 
 /// Names of the items inside the generated module (re-exported under their
 /// public names, so the user's own names in the function body never collide).
+/// The module of the entry through which compiled callers take the
+/// gradient's field of parameter `name` (`f::grad(..).name`).
+pub(crate) fn grad_entry_module(name: &Ident) -> Ident {
+    quote::format_ident!("__grad_{}", syn::ext::IdentExt::unraw(name))
+}
+
 pub(crate) mod items {
     pub const IMPL_MODULE: &str = "__deltad_impl";
     pub const GRAD: &str = "__DeltadGrad";

@@ -51,6 +51,7 @@ mod forward_chunks;
 mod grad;
 mod higher;
 mod nested;
+mod nested_entries;
 mod nested_preaccumulated;
 mod record;
 mod sparse;
@@ -189,6 +190,7 @@ pub(crate) fn module(
     let output_alias = signature
         .filter(|signature| has_compiled_convention(signature))
         .map(compiled::Passes::output_alias);
+    let entries = signature.map(|signature| nested_entries::entry_modules(signature, &impl_module));
     quote! {
         #(#cfgs)*
         #[doc = #module_doc]
@@ -196,6 +198,7 @@ pub(crate) fn module(
         #vis mod #name {
             #exports
             #markers
+            #entries
             mod #impl_module {
                 use super::super::*;
                 use ::deltad::__private::methods::*;
@@ -465,10 +468,11 @@ impl<'a> Generator<'a> {
             let wrappers = self.wrappers(stub);
             let higher = self.higher_order(stub);
             let nested = self.nested(stub);
+            let entries = self.nested_entries(stub);
             let checkpointed = self.checkpointed(stub);
             (
                 self.grad_struct(),
-                quote!(#wrappers #higher #nested #checkpointed),
+                quote!(#wrappers #higher #nested #entries #checkpointed),
             )
         };
         let forwarders = self.forwarders();

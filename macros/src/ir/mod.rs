@@ -418,6 +418,9 @@ pub(crate) struct Call {
     pub args: Vec<CallArg>,
     /// The call expression as written (relocated), for plain calls.
     pub written: Box<syn::Expr>,
+    /// A gradient's field (`f::grad(..).x`, `path` the field's entry
+    /// `f::__grad_x`): `written` is `f::grad(..)`, whose field this is.
+    pub field: Option<syn::Member>,
 }
 
 #[derive(Clone)]

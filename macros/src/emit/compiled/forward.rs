@@ -1090,7 +1090,8 @@ impl Passes<'_> {
                     }
                 }
             });
-        quote!(#func(#(#args),*))
+        let field = call.field.as_ref().map(|member| quote!(.#member));
+        quote!(#func(#(#args),*) #field)
     }
 
     /// The arguments of a call of a callee's compiled pass, each converted

@@ -118,6 +118,19 @@ pub(crate) fn exports(impl_module: &Ident) -> TokenStream {
     quote!(#(#exports)*)
 }
 
+/// The consts of a callee whose forward pass keeps nothing, in its
+/// module (a derivative's entry: `nested_entries.rs`).
+pub(crate) fn exports_nothing() -> TokenStream {
+    let exports = (0..LEVELS).map(|level| {
+        let export = level_export(level);
+        quote! {
+            #[doc(hidden)]
+            pub const #export: bool = false;
+        }
+    });
+    quote!(#(#exports)*)
+}
+
 /// The uses of the record in a forward pass.
 #[derive(Default)]
 struct Uses {

@@ -19,7 +19,10 @@ use crate::analyze::Analysis;
 use crate::ir::{Function, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 
-pub(crate) use keeps::{exports as keeps_exports, keeps_const, keeps_something, Keeps};
+pub(crate) use keeps::{
+    exports as keeps_exports, exports_nothing as keeps_exports_false, keeps_const, keeps_something,
+    Keeps,
+};
 
 mod adjoint;
 mod adjoint_expr;

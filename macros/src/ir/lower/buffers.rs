@@ -97,6 +97,11 @@ impl Lowerer {
                     return Ok(Expr::new(ExprKind::Call(call), span));
                 }
             }
+            SynExpr::Field(_) => {
+                if let Some(call) = self.nested_call(expr, out)? {
+                    return Ok(Expr::new(ExprKind::Call(call), span));
+                }
+            }
             other if super::stmts::is_control_flow(other) => {
                 let temp = self.buffer_temp(span);
                 out.push(self.stmt(
@@ -172,6 +177,7 @@ impl Lowerer {
                 Ok(self.buffer_var(&call.receiver).is_some())
             }
             SynExpr::Call(_) => by_uses(),
+            other if super::nested::is_nested_read(other) => by_uses(),
             other if super::stmts::is_control_flow(other) => {
                 if self.yields_buffer(other) {
                     Ok(true)
@@ -325,4 +331,27 @@ impl<'ast> Visit<'ast> for BufferUses<'_> {
     }
 
     fn visit_item(&mut self, _: &'ast syn::Item) {}
+
+    /// The expressions of a macro's arguments (`vec![a, b]`,
+    /// `println!("{}", a)`, `vec![a; n]`), where they parse as such.
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        use syn::parse::Parser;
+        let list = syn::punctuated::Punctuated::<SynExpr, syn::Token![,]>::parse_terminated;
+        if let Ok(args) = list.parse2(mac.tokens.clone()) {
+            for arg in &args {
+                self.visit_expr(arg);
+            }
+            return;
+        }
+        let repeat = |input: syn::parse::ParseStream| {
+            let elem: SynExpr = input.parse()?;
+            input.parse::<syn::Token![;]>()?;
+            let len: SynExpr = input.parse()?;
+            Ok((elem, len))
+        };
+        if let Ok((elem, len)) = repeat.parse2(mac.tokens.clone()) {
+            self.visit_expr(&elem);
+            self.visit_expr(&len);
+        }
+    }
 }

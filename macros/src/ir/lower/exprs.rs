@@ -150,6 +150,10 @@ impl Lowerer {
                 if let Some((base, members)) = self.field_chain(expr) {
                     return new(ExprKind::Var(self.field(base, members, span, out)?));
                 }
+                if let Some(call) = self.nested_call(expr, out)? {
+                    let temp = self.let_temp(Expr::new(ExprKind::Call(call), span), span, out);
+                    return new(ExprKind::Var(temp));
+                }
                 if let Some(var) = self.call_field(expr, out)? {
                     return new(ExprKind::Var(var));
                 }
@@ -472,10 +476,7 @@ impl Lowerer {
         match crate::syntax::classify_call(path) {
             crate::syntax::CallKind::User => {}
             crate::syntax::CallKind::Derivative(_) => {
-                return Err(Unsupported::new(
-                    span,
-                    "derivatives taken inside a differentiated function are not on the compiled path yet",
-                ))
+                return Err(Unsupported::new(span, super::nested::DERIVATIVES))
             }
             _ => return Ok(None),
         }
@@ -542,6 +543,7 @@ impl Lowerer {
             checkpoint: false,
             args,
             written: Box::new(SynExpr::Call(call.clone())),
+            field: None,
         }))
     }
 

@@ -25,6 +25,7 @@ mod chains;
 mod closures;
 mod exprs;
 mod loops;
+mod nested;
 mod opaque;
 mod patterns;
 mod pushes;
@@ -191,7 +192,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         annotation: None,
         span: Span::call_site(),
     });
-    let mut body = body.clone();
+    let mut body = nested::rewrite(body);
     let result_float = matches!(signature.output, crate::signature::Output::Real)
         .then(|| signature.precision.ident(Span::call_site()));
     chains::type_reductions(&mut body, result_float.as_ref());

@@ -1,0 +1,482 @@
+//! Derivatives taken inside the function, as calls: the gradient's field
+//! `f::grad(args).x` (also `f::value_and_grad(args).1.x`) is a call of the
+//! callee `f::__grad_x`, whose compiled passes `f`'s expansion generates
+//! (`emit/nested_entries.rs`), and `f::value_and_grad(args).0` a call of
+//! `f`; every pass then treats them as calls.
+//!
+//! Before lowering, [`rewrite`] takes the `let`s that name a gradient apart:
+//! `let g = f::grad(args);` whose later statements read only its fields
+//! (`g.x`, `g.w`) becomes a `let` per field read (`let g_x = f::grad(args).x;`),
+//! the reads naming those locals; `let (v, g) = f::value_and_grad(args);`
+//! likewise, `v` a call of `f`.
+
+use proc_macro2::TokenTree;
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+use syn::Expr as SynExpr;
+
+use super::stmts::strip;
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::Call;
+
+/// What a derivative the compiled path does not take says.
+pub(super) const DERIVATIVES: &str = "this derivative, taken inside a differentiated function, is not on the compiled path yet: it takes gradients read by their fields (`f::grad(..).x`, or `let g = f::grad(..);` then `g.x`) and `f::value_and_grad(..)` (`.0`, `.1.x`, `let (v, g) = ..`)";
+
+/// A derivative call: the function's path and the derivative's name.
+fn derivative(expr: &SynExpr) -> Option<(&syn::ExprCall, syn::Path, String)> {
+    let SynExpr::Call(call) = strip(expr) else {
+        return None;
+    };
+    let SynExpr::Path(path) = strip(&call.func) else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    let crate::syntax::CallKind::Derivative(kind) = crate::syntax::classify_call(&path.path) else {
+        return None;
+    };
+    if path.path.segments.iter().any(|s| !s.arguments.is_empty()) {
+        return None;
+    }
+    let mut function = path.path.clone();
+    function.segments.pop();
+    function.segments.pop_punct();
+    Some((call, function, kind))
+}
+
+/// What a field expression of a derivative call reads.
+enum Read<'e> {
+    /// A field of the gradient: `f::grad(..).x`, `f::value_and_grad(..).1.x`.
+    Gradient(&'e syn::ExprCall, syn::Path, syn::Member),
+    /// The value: `f::value_and_grad(..).0`.
+    Value(&'e syn::ExprCall, syn::Path),
+}
+
+fn read(expr: &SynExpr) -> Option<Read<'_>> {
+    let SynExpr::Field(field) = strip(expr) else {
+        return None;
+    };
+    let index = |member: &syn::Member| match member {
+        syn::Member::Unnamed(index) => Some(index.index),
+        syn::Member::Named(_) => None,
+    };
+    if let Some((call, function, kind)) = derivative(&field.base) {
+        return match (kind.as_str(), index(&field.member)) {
+            ("grad", None) => Some(Read::Gradient(call, function, field.member.clone())),
+            ("value_and_grad", Some(0)) => Some(Read::Value(call, function)),
+            _ => None,
+        };
+    }
+    let SynExpr::Field(inner) = strip(&field.base) else {
+        return None;
+    };
+    let (call, function, kind) = derivative(&inner.base)?;
+    match (kind.as_str(), index(&inner.member), index(&field.member)) {
+        ("value_and_grad", Some(1), None) => {
+            Some(Read::Gradient(call, function, field.member.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// True if `expr` reads a derivative call's field or value (a call of a
+/// value the compiled passes take, whatever its type).
+pub(super) fn is_nested_read(expr: &SynExpr) -> bool {
+    read(expr).is_some()
+}
+
+impl Lowerer {
+    /// The call a derivative's field or value is (see the module's docs);
+    /// `None` if `expr` is not one.
+    pub(super) fn nested_call(
+        &mut self,
+        expr: &SynExpr,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Option<Call>> {
+        let Some(read) = read(expr) else {
+            // (Another part of a derivative: `g::jvp(..).1`, ...)
+            let mut at = strip(expr);
+            while let SynExpr::Field(field) = at {
+                at = strip(&field.base);
+            }
+            if derivative(at).is_some() {
+                return Err(Unsupported::new(at.span(), DERIVATIVES));
+            }
+            return Ok(None);
+        };
+        let (call, callee, field) = match read {
+            Read::Gradient(call, function, member) => {
+                let syn::Member::Named(name) = &member else {
+                    return Ok(None);
+                };
+                let mut callee = function.clone();
+                callee
+                    .segments
+                    .push(syn::PathSegment::from(crate::names::grad_entry_module(
+                        name,
+                    )));
+                (call, callee, Some((function, member)))
+            }
+            Read::Value(call, function) => (call, function, None),
+        };
+        // The call as the passes make it: the callee's path, the arguments
+        // as written.
+        let mut as_call = call.clone();
+        *as_call.func = SynExpr::Path(syn::ExprPath {
+            attrs: Vec::new(),
+            qself: None,
+            path: callee,
+        });
+        let Some(mut lowered) = self.user_call(&as_call, out)? else {
+            return Ok(None);
+        };
+        let user_type = lowered.args.iter().find_map(|arg| match arg {
+            crate::ir::CallArg::Struct { span, .. } | crate::ir::CallArg::Literal { span, .. } => {
+                Some(*span)
+            }
+            _ => None,
+        });
+        if let Some(span) = user_type {
+            return Err(Unsupported::new(
+                span,
+                "a derivative of a function taking values of user types, taken inside a differentiated function, is not on the compiled path yet",
+            ));
+        }
+        // Plain code (no argument differentiated) calls the derivative as
+        // written.
+        lowered.field = field.map(|(function, member)| {
+            let mut written = call.clone();
+            let mut grad = function;
+            grad.segments.push(syn::PathSegment::from(syn::Ident::new(
+                "grad",
+                call.func.span(),
+            )));
+            *written.func = SynExpr::Path(syn::ExprPath {
+                attrs: Vec::new(),
+                qself: None,
+                path: grad,
+            });
+            *lowered.written = SynExpr::Call(written);
+            member
+        });
+        Ok(Some(lowered))
+    }
+}
+
+/// Takes apart the `let`s naming a gradient in `body` (see the module's
+/// docs).
+pub(super) fn rewrite(body: &syn::Block) -> syn::Block {
+    let mut body = body.clone();
+    Lets { next: 0 }.visit_block_mut(&mut body);
+    body
+}
+
+struct Lets {
+    next: usize,
+}
+
+impl VisitMut for Lets {
+    fn visit_block_mut(&mut self, block: &mut syn::Block) {
+        let mut at = 0;
+        while at < block.stmts.len() {
+            let (before, rest) = block.stmts.split_at_mut(at + 1);
+            if let Some(replacement) = self.take_apart(&before[at], rest) {
+                let count = replacement.len();
+                block.stmts.splice(at..at + 1, replacement);
+                at += count;
+            } else {
+                at += 1;
+            }
+        }
+        syn::visit_mut::visit_block_mut(self, block);
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+impl Lets {
+    /// The statements replacing `stmt` if it is a `let` naming a gradient
+    /// whose fields alone `rest` reads (`rest` then reads locals).
+    fn take_apart(&mut self, stmt: &syn::Stmt, rest: &mut [syn::Stmt]) -> Option<Vec<syn::Stmt>> {
+        let syn::Stmt::Local(local) = stmt else {
+            return None;
+        };
+        if !local.attrs.is_empty() {
+            return None;
+        }
+        let init = local.init.as_ref()?;
+        if init.diverge.is_some() {
+            return None;
+        }
+        let (call, function, kind) = derivative(&init.expr)?;
+        let (value, gradient) = match (&local.pat, kind.as_str()) {
+            (syn::Pat::Ident(ident), "grad") => (None, plain_name(ident)?),
+            (syn::Pat::Tuple(tuple), "value_and_grad") if tuple.elems.len() == 2 => {
+                let value = match &tuple.elems[0] {
+                    syn::Pat::Wild(_) => None,
+                    syn::Pat::Ident(ident) => Some(plain_name(ident)?),
+                    _ => return None,
+                };
+                let syn::Pat::Ident(ident) = &tuple.elems[1] else {
+                    return None;
+                };
+                (value, plain_name(ident)?)
+            }
+            _ => return None,
+        };
+        let fields = fields_read(&gradient, rest)?;
+        let args = &call.args;
+        let mut lets: Vec<syn::Stmt> = Vec::new();
+        if let Some(value) = value {
+            lets.push(syn::parse_quote_spanned!(local.span()=> let #value = #function(#args);));
+        }
+        let grad_path = {
+            let mut path = function.clone();
+            path.segments.push(syn::PathSegment::from(syn::Ident::new(
+                "grad",
+                call.func.span(),
+            )));
+            path
+        };
+        let mut names = Vec::new();
+        for member in &fields {
+            let syn::Member::Named(field) = member else {
+                return None;
+            };
+            let local_name = quote::format_ident!(
+                "__deltad_gradient{}_{}",
+                self.next,
+                syn::ext::IdentExt::unraw(field),
+                span = gradient.span()
+            );
+            lets.push(syn::parse_quote_spanned!(member.span()=>
+                let #local_name = #grad_path(#args).#member;
+            ));
+            names.push((field.clone(), local_name));
+        }
+        self.next += 1;
+        let mut reads = Reads {
+            name: &gradient,
+            names: &names,
+            done: false,
+        };
+        for stmt in rest.iter_mut() {
+            if reads.done {
+                break;
+            }
+            reads.visit_stmt_mut(stmt);
+        }
+        Some(lets)
+    }
+}
+
+/// The name a plain `let` pattern binds (no `mut`, `ref` or subpattern).
+fn plain_name(ident: &syn::PatIdent) -> Option<syn::Ident> {
+    (ident.by_ref.is_none() && ident.mutability.is_none() && ident.subpat.is_none())
+        .then(|| ident.ident.clone())
+}
+
+/// The fields of `name` that `rest` reads (`name.x`), in order, until a
+/// `let` binds the name again; `None` if `rest` uses `name` otherwise.
+fn fields_read(name: &syn::Ident, rest: &[syn::Stmt]) -> Option<Vec<syn::Member>> {
+    struct Uses<'n> {
+        name: &'n syn::Ident,
+        fields: Vec<syn::Member>,
+        other: bool,
+    }
+    impl<'ast> Visit<'ast> for Uses<'_> {
+        fn visit_expr(&mut self, expr: &'ast SynExpr) {
+            if let SynExpr::Field(field) = expr {
+                if names(&field.base, self.name) {
+                    if !self.fields.contains(&field.member) {
+                        self.fields.push(field.member.clone());
+                    }
+                    return;
+                }
+            }
+            if names(expr, self.name) {
+                self.other = true;
+            }
+            syn::visit::visit_expr(self, expr);
+        }
+        // (Bound again inside: a closure's parameter, an inner `let`, a
+        // pattern; its reads there would be another value's.)
+        fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+            self.other |= pat.ident == *self.name;
+            syn::visit::visit_pat_ident(self, pat);
+        }
+        fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+            // (In a macro's tokens: `name.x` a field read, any other
+            // `name` another use.)
+            token_reads(
+                mac.tokens.clone(),
+                self.name,
+                &mut self.fields,
+                &mut self.other,
+            );
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut uses = Uses {
+        name,
+        fields: Vec::new(),
+        other: false,
+    };
+    for stmt in rest {
+        if let syn::Stmt::Local(local) = stmt {
+            if let Some(init) = &local.init {
+                uses.visit_expr(&init.expr);
+                if let Some((_, diverge)) = &init.diverge {
+                    uses.visit_expr(diverge);
+                }
+            }
+            if binds(&local.pat, name) {
+                break;
+            }
+            continue;
+        }
+        uses.visit_stmt(stmt);
+    }
+    (!uses.other && !uses.fields.is_empty()).then_some(uses.fields)
+}
+
+/// True if `expr` is the plain name `name`.
+fn names(expr: &SynExpr, name: &syn::Ident) -> bool {
+    matches!(strip(expr), SynExpr::Path(path) if path.qself.is_none() && path.path.is_ident(name))
+}
+
+/// True if the pattern binds `name` (anywhere in it).
+fn binds(pat: &syn::Pat, name: &syn::Ident) -> bool {
+    struct Binds<'n>(&'n syn::Ident, bool);
+    impl<'ast> Visit<'ast> for Binds<'_> {
+        fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+            self.1 |= pat.ident == *self.0;
+        }
+    }
+    let mut binds = Binds(name, false);
+    binds.visit_pat(pat);
+    binds.1
+}
+
+/// Replaces the reads `name.x` with the locals `names` holds, until a
+/// `let` binds the name again.
+struct Reads<'a> {
+    name: &'a syn::Ident,
+    names: &'a [(syn::Ident, syn::Ident)],
+    done: bool,
+}
+
+impl VisitMut for Reads<'_> {
+    fn visit_expr_mut(&mut self, expr: &mut SynExpr) {
+        if let SynExpr::Field(field) = expr {
+            if let (true, syn::Member::Named(member)) =
+                (names(&field.base, self.name), &field.member)
+            {
+                if let Some((_, local)) = self.names.iter().find(|(f, _)| f == member) {
+                    let span = field.span();
+                    let local = syn::Ident::new(&local.to_string(), span);
+                    *expr = syn::parse_quote_spanned!(span=> #local);
+                    return;
+                }
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, expr);
+    }
+
+    fn visit_macro_mut(&mut self, mac: &mut syn::Macro) {
+        mac.tokens = replace_tokens(mac.tokens.clone(), self.name, self.names);
+    }
+
+    fn visit_local_mut(&mut self, local: &mut syn::Local) {
+        if let Some(init) = &mut local.init {
+            self.visit_expr_mut(&mut init.expr);
+        }
+        self.done |= binds(&local.pat, self.name);
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// The reads `name.x` in a macro's tokens (into `fields`); `other` set
+/// where `name` stands otherwise.
+fn token_reads(
+    tokens: proc_macro2::TokenStream,
+    name: &syn::Ident,
+    fields: &mut Vec<syn::Member>,
+    other: &mut bool,
+) {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    for (at, tree) in trees.iter().enumerate() {
+        match tree {
+            TokenTree::Ident(ident) if ident == name => match field_after(&trees, at) {
+                Some(field) => {
+                    let member = syn::Member::Named(field);
+                    if !fields.contains(&member) {
+                        fields.push(member);
+                    }
+                }
+                None => *other = true,
+            },
+            TokenTree::Group(group) => token_reads(group.stream(), name, fields, other),
+            _ => {}
+        }
+    }
+}
+
+/// The field `x` of `name . x` at `at` (`name` there), not preceded by
+/// `.` (a field of something else named alike).
+fn field_after(trees: &[TokenTree], at: usize) -> Option<syn::Ident> {
+    if at > 0 && matches!(&trees[at - 1], TokenTree::Punct(p) if p.as_char() == '.') {
+        return None;
+    }
+    match (trees.get(at + 1), trees.get(at + 2)) {
+        (Some(TokenTree::Punct(dot)), Some(TokenTree::Ident(field)))
+            if dot.as_char() == '.' && dot.spacing() == proc_macro2::Spacing::Alone =>
+        {
+            Some(field.clone())
+        }
+        _ => None,
+    }
+}
+
+/// `tokens` with each `name.x` of a field `names` holds replaced by its
+/// local.
+fn replace_tokens(
+    tokens: proc_macro2::TokenStream,
+    name: &syn::Ident,
+    names: &[(syn::Ident, syn::Ident)],
+) -> proc_macro2::TokenStream {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < trees.len() {
+        match &trees[at] {
+            TokenTree::Ident(ident) if ident == name => {
+                let local = field_after(&trees, at)
+                    .and_then(|field| names.iter().find(|(f, _)| *f == field));
+                if let Some((_, local)) = local {
+                    out.push(TokenTree::Ident(syn::Ident::new(
+                        &local.to_string(),
+                        ident.span(),
+                    )));
+                    at += 3;
+                    continue;
+                }
+                out.push(trees[at].clone());
+            }
+            TokenTree::Group(group) => {
+                let mut replaced = proc_macro2::Group::new(
+                    group.delimiter(),
+                    replace_tokens(group.stream(), name, names),
+                );
+                replaced.set_span(group.span());
+                out.push(TokenTree::Group(replaced));
+            }
+            other => out.push(other.clone()),
+        }
+        at += 1;
+    }
+    out.into_iter().collect()
+}
