@@ -398,7 +398,8 @@ fn preaccumulated_nested_derivatives_match_the_tape() {
 /// Every gradient field and value of the inner function at arguments built
 /// from `t` and `y`: a `let` of the gradient read field by field, a field
 /// of a gradient written in place, `value_and_grad` with and without its
-/// value, inside a loop and a branch.
+/// value, `vjp` with a differentiated and a constant seed, read inside a
+/// loop and a branch.
 macro_rules! gradient_outer {
     ($name:ident, $inner:ident, $engine:ident) => {
         #[differentiate($engine)]
@@ -410,7 +411,11 @@ macro_rules! gradient_outer {
             let gx = $inner::grad(t, &x, w, vec![1.5, t, y[1]], &c, 3).x;
             let (value, h) = $inner::value_and_grad(y[1], &x, w, vec![t, t, y[2]], &c, 2);
             let (_, k) = $inner::value_and_grad(t, &w, [y[2], 1.0], vec![y[0], t, 0.5], &c, 2);
+            // A seed computed from differentiated values, and a constant one.
+            let (scaled, q) = $inner::vjp(t, &x, w, vec![0.5, t, 1.0], &c, 3, y[0] - t);
+            let qa = $inner::vjp(y[2], &x, w, vec![1.0, 1.0, t], &c, 3, 2.5).1.a;
             let mut s = g.a * y[2] + gx[0] * g.x[2] + g.w[1] + g.v[1] * t;
+            s += scaled * q.x[1] + q.v[2] * qa + q.w[0];
             for i in 0..3 {
                 s += h.x[i] * k.v[i] * value;
             }

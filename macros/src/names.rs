@@ -60,9 +60,10 @@ impl Names {
 /// Names of the items inside the generated module (re-exported under their
 /// public names, so the user's own names in the function body never collide).
 /// The module of the entry through which compiled callers take the
-/// gradient's field of parameter `name` (`f::grad(..).name`).
-pub(crate) fn grad_entry_module(name: &Ident) -> Ident {
-    quote::format_ident!("__grad_{}", syn::ext::IdentExt::unraw(name))
+/// gradient's field of parameter `name` (`f::grad(..).name`,
+/// `f::vjp(.., seed).1.name`).
+pub(crate) fn vjp_entry_module(name: &Ident) -> Ident {
+    quote::format_ident!("__vjp_{}", syn::ext::IdentExt::unraw(name))
 }
 
 pub(crate) mod items {

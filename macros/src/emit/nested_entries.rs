@@ -1,16 +1,19 @@
 //! The entries through which a caller on the compiled path takes a
-//! derivative of this function inside its own code: `f::grad(x, w).x`
-//! becomes a call of `f::__grad_x`, a callee with the compiled convention
+//! derivative of this function inside its own code: `f::vjp(x, w, s).1.x`
+//! (and `f::grad(x, w).x`, the seed 1) becomes a call of `f::__vjp_x` with
+//! the seed `s` as one more argument, a callee with the compiled convention
 //! of its own (`__fwd`, `__adj`, the parameter markers, `__Out`, the keeps
 //! consts), so the caller's passes treat it as any other call:
 //!
-//! * its forward pass is this function's forward pass and adjoint on the
-//!   caller's scalars, returning the gradient's field `x` (it keeps
-//!   nothing);
-//! * its adjoint, given the adjoint `v` of that field, adds Hᵀv = Hv (the
-//!   Hessian is symmetric) into the arguments' adjoints: this function's
-//!   forward pass and adjoint on dual numbers whose tangents are `v` in the
-//!   parameter `x` (forward over reverse), one pass per adjoint lane.
+//! * its forward pass is this function's forward pass and adjoint (seeded
+//!   with `s`) on the caller's scalars, returning the field `x` of s·∇f (it
+//!   keeps nothing);
+//! * its adjoint, given the adjoint `v` of that field, adds s·Hᵀv = s·Hv
+//!   (the Hessian is symmetric) into the arguments' adjoints and ∇ₓf·v into
+//!   the seed's: this function's forward pass and adjoint on dual numbers
+//!   whose tangents are `v` in the parameter `x` (forward over reverse: the
+//!   adjoints' tangents and the value's tangent), one pass per adjoint
+//!   lane.
 //!
 //! For functions of reals, buffers of reals and plain data returning a real
 //! (both engines: the passes used are the compiled convention's).
@@ -43,11 +46,11 @@ pub(crate) fn has_nested_entries(signature: &Signature) -> bool {
 }
 
 fn fwd_entry(name: &Ident) -> Ident {
-    format_ident!("__deltad_grad_fwd_{}", syn::ext::IdentExt::unraw(name))
+    format_ident!("__deltad_vjp_fwd_{}", syn::ext::IdentExt::unraw(name))
 }
 
 fn adj_entry(name: &Ident) -> Ident {
-    format_ident!("__deltad_grad_adj_{}", syn::ext::IdentExt::unraw(name))
+    format_ident!("__deltad_vjp_adj_{}", syn::ext::IdentExt::unraw(name))
 }
 
 /// The entries' modules, next to the function's markers (`impl_module`
@@ -59,13 +62,14 @@ pub(crate) fn entry_modules(signature: &Signature, impl_module: &Ident) -> Token
     let markers: Vec<Ident> = (0..signature.params.len())
         .map(|i| format_ident!("__P{}", i))
         .collect();
+    let seed_marker = format_ident!("__P{}", signature.params.len());
     let keeps = super::compiled::keeps_exports_false();
     let modules = signature
         .params
         .iter()
         .filter(|param| param.kind.is_active())
         .map(|param| {
-            let module = crate::names::grad_entry_module(&param.name);
+            let module = crate::names::vjp_entry_module(&param.name);
             let (fwd, adj) = (fwd_entry(&param.name), adj_entry(&param.name));
             let out = match &param.kind {
                 ParamKind::Real => quote!(S),
@@ -77,6 +81,8 @@ pub(crate) fn entry_modules(signature: &Signature, impl_module: &Ident) -> Token
                 pub mod #module {
                     #[doc(hidden)]
                     pub use super::{#(#markers),*};
+                    #[doc(hidden)]
+                    pub type #seed_marker = ::deltad::__private::RealParam;
                     #[doc(hidden)]
                     pub use super::#impl_module::{#fwd as __fwd, #adj as __adj};
                     #[doc(hidden)]
@@ -97,14 +103,15 @@ impl Generator<'_> {
         let mut out = TokenStream::new();
         for (k, param) in self.signature.params.iter().enumerate() {
             if param.kind.is_active() {
-                out.extend(self.grad_entries(k, stub));
+                out.extend(self.vjp_entries(k, stub));
             }
         }
         out
     }
 
-    /// The forward pass and the adjoint of parameter `k`'s gradient.
-    fn grad_entries(&self, k: usize, stub: bool) -> TokenStream {
+    /// The forward pass and the adjoint of parameter `k`'s field of a
+    /// `vjp`.
+    fn vjp_entries(&self, k: usize, stub: bool) -> TokenStream {
         let prim = &self.prim;
         let s = Ident::new("__DeltadS", Span::call_site());
         let a = Ident::new("__DeltadA", Span::call_site());
@@ -157,12 +164,14 @@ impl Generator<'_> {
             }
             _ => (quote!(::std::vec::Vec<#s>), quote!(::std::vec::Vec<#a>)),
         };
-        let sink_types: Vec<Ident> = (0..params.len())
+        let seed = Ident::new("__deltad_seed", Span::mixed_site());
+        let sink_types: Vec<Ident> = (0..=params.len())
             .map(|i| format_ident!("__DeltadK{}", i))
             .collect();
-        let sink_names: Vec<Ident> = (0..params.len())
+        let sink_names: Vec<Ident> = (0..=params.len())
             .map(|i| format_ident!("__deltad_sink{}", i, span = Span::mixed_site()))
             .collect();
+        let (seed_sink, seed_sink_type) = (&sink_names[params.len()], &sink_types[params.len()]);
         let sink_bounds = params
             .iter()
             .zip(&sink_types)
@@ -170,7 +179,10 @@ impl Generator<'_> {
                 ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#a>),
                 kind if kind.is_active() => quote!(#ty: ::deltad::__private::SliceSink<#a>),
                 _ => quote!(#ty),
-            });
+            })
+            .chain(std::iter::once(
+                quote!(#seed_sink_type: ::deltad::__private::ScalarSink<#a>),
+            ));
         let sinks_declared = sink_names
             .iter()
             .zip(&sink_types)
@@ -185,18 +197,18 @@ impl Generator<'_> {
         if stub {
             return quote! {
                 #attrs
-                pub fn #fwd_name #fwd_generics (#rec: &mut __DeltadR, #(#declared),*) -> #out_type #where_clause {
+                pub fn #fwd_name #fwd_generics (#rec: &mut __DeltadR, #(#declared,)* #seed: #s) -> #out_type #where_clause {
                     ::core::unreachable!()
                 }
                 #attrs
-                pub fn #adj_name #adj_generics (#stack: &mut ::deltad::__private::Stack<#s>, #(#declared,)* #out: #out_adjoint, #(#sinks_declared),*) #where_clause {
+                pub fn #adj_name #adj_generics (#stack: &mut ::deltad::__private::Stack<#s>, #(#declared,)* #seed: #s, #out: #out_adjoint, #(#sinks_declared),*) #where_clause {
                     ::core::unreachable!()
                 }
             };
         }
 
-        // The forward pass: the gradient on the caller's scalars, the
-        // field of parameter `k` kept.
+        // The forward pass: s·∇f on the caller's scalars, the field of
+        // parameter `k` kept.
         let zero = quote!(<#s as ::deltad::__private::Scalar>::zero());
         let gradient = Ident::new("__deltad_gradient", Span::mixed_site());
         let make_gradient = match &params[k].kind {
@@ -226,7 +238,7 @@ impl Generator<'_> {
                 if #keeps {
                     let _ = #fwd(&mut *#stack, #(#again),*);
                 }
-                #adj(&mut *#stack, #(#last,)* <#s as ::deltad::__private::Scalar>::one(), #(#fwd_sinks),*);
+                #adj(&mut *#stack, #(#last,)* #seed, #(#fwd_sinks),*);
             });
             #gradient
         };
@@ -235,6 +247,7 @@ impl Generator<'_> {
         // pass per lane.
         let dual = quote!(::deltad::__private::Dual<#s>);
         let dual_zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
+        let value = Ident::new("__deltad_value", Span::mixed_site());
         let mut inputs = Vec::new();
         let mut dual_again = Vec::new();
         let mut adjoints = Vec::new();
@@ -307,22 +320,28 @@ impl Generator<'_> {
             for #lane in 0..<#a as ::deltad::__private::Cotangent<#s>>::LANES {
                 #(#inputs)*
                 #(#adjoints)*
+                // (The value's tangent ∇ₓf·v is the seed's adjoint.)
+                let mut #value: #dual = #dual_zero;
                 <#s as ::deltad::__private::Scalar>::with_dual_stack(|#stack| {
-                    if #keeps {
-                        let _ = #fwd(&mut *#stack, #(#dual_again),*);
+                    if #keeps || !::deltad::__private::ScalarSink::discards(&#seed_sink) {
+                        #value = #fwd(&mut *#stack, #(#dual_again),*);
                     }
-                    #adj(&mut *#stack, #(#dual_again,)* <#dual as ::deltad::__private::Scalar>::one(), #(#dual_sinks),*);
+                    #adj(&mut *#stack, #(#dual_again,)* ::deltad::__private::Dual::new(#seed, #zero), #(#dual_sinks),*);
                 });
                 #(#gives)*
+                ::deltad::__private::ScalarSink::add(
+                    &mut #seed_sink,
+                    <#a as ::deltad::__private::Cotangent<#s>>::from_lane(#lane, #value.tangent),
+                );
             }
         };
         quote! {
             #attrs
-            pub fn #fwd_name #fwd_generics (#rec: &mut __DeltadR, #(#declared),*) -> #out_type #where_clause {
+            pub fn #fwd_name #fwd_generics (#rec: &mut __DeltadR, #(#declared,)* #seed: #s) -> #out_type #where_clause {
                 #fwd_body
             }
             #attrs
-            pub fn #adj_name #adj_generics (#stack: &mut ::deltad::__private::Stack<#s>, #(#declared,)* #out: #out_adjoint, #(#sinks_declared),*) #where_clause {
+            pub fn #adj_name #adj_generics (#stack: &mut ::deltad::__private::Stack<#s>, #(#declared,)* #seed: #s, #out: #out_adjoint, #(#sinks_declared),*) #where_clause {
                 #adj_body
             }
         }

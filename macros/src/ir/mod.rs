@@ -418,9 +418,10 @@ pub(crate) struct Call {
     pub args: Vec<CallArg>,
     /// The call expression as written (relocated), for plain calls.
     pub written: Box<syn::Expr>,
-    /// A gradient's field (`f::grad(..).x`, `path` the field's entry
-    /// `f::__grad_x`): `written` is `f::grad(..)`, whose field this is.
-    pub field: Option<syn::Member>,
+    /// The members of `written`'s value the call is (a derivative's field
+    /// taken inside: `path` the entry `f::__vjp_x`, `written` the
+    /// `f::vjp(..)` whose `.1.x` this is).
+    pub read: Vec<syn::Member>,
 }
 
 #[derive(Clone)]

@@ -206,6 +206,12 @@ impl<'a, S, T: Clone> PassOwned<'a, S, T> for PlainParam {
 pub trait ScalarSink<S> {
     /// Adds `adjoint` to the destination.
     fn add(&mut self, adjoint: S);
+    /// True if the sink drops what it is given ([`Discard`]): the adjoint
+    /// need not be computed.
+    #[inline(always)]
+    fn discards(&self) -> bool {
+        false
+    }
 }
 
 impl<S: Scalar> ScalarSink<S> for &mut S {
@@ -273,6 +279,10 @@ impl<S: Scalar> Default for Discard<S> {
 impl<S: Scalar> ScalarSink<S> for Discard<S> {
     #[inline(always)]
     fn add(&mut self, _: S) {}
+    #[inline(always)]
+    fn discards(&self) -> bool {
+        true
+    }
 }
 
 impl<S: Scalar> SliceSink<S> for Discard<S> {

@@ -1090,8 +1090,8 @@ impl Passes<'_> {
                     }
                 }
             });
-        let field = call.field.as_ref().map(|member| quote!(.#member));
-        quote!(#func(#(#args),*) #field)
+        let read = &call.read;
+        quote!(#func(#(#args),*) #(.#read)*)
     }
 
     /// The arguments of a call of a callee's compiled pass, each converted

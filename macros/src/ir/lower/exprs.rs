@@ -543,7 +543,7 @@ impl Lowerer {
             checkpoint: false,
             args,
             written: Box::new(SynExpr::Call(call.clone())),
-            field: None,
+            read: Vec::new(),
         }))
     }
 

@@ -1,14 +1,16 @@
-//! Derivatives taken inside the function, as calls: the gradient's field
-//! `f::grad(args).x` (also `f::value_and_grad(args).1.x`) is a call of the
-//! callee `f::__grad_x`, whose compiled passes `f`'s expansion generates
-//! (`emit/nested_entries.rs`), and `f::value_and_grad(args).0` a call of
-//! `f`; every pass then treats them as calls.
+//! Derivatives taken inside the function, as calls: the field
+//! `f::vjp(args, s).1.x` of a function with a real result is a call of the
+//! callee `f::__vjp_x` with the seed as one more argument (`f::grad(args).x`
+//! and `f::value_and_grad(args).1.x` with the seed 1), whose compiled passes
+//! `f`'s expansion generates (`emit/nested_entries.rs`), and
+//! `f::value_and_grad(args).0` (`f::vjp(args, s).0`) a call of `f`; every
+//! pass then treats them as calls.
 //!
 //! Before lowering, [`rewrite`] takes the `let`s that name a gradient apart:
 //! `let g = f::grad(args);` whose later statements read only its fields
 //! (`g.x`, `g.w`) becomes a `let` per field read (`let g_x = f::grad(args).x;`),
 //! the reads naming those locals; `let (v, g) = f::value_and_grad(args);`
-//! likewise, `v` a call of `f`.
+//! and `f::vjp(args, s)` likewise, `v` a call of `f`.
 
 use proc_macro2::TokenTree;
 use syn::spanned::Spanned;
@@ -21,7 +23,7 @@ use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::Call;
 
 /// What a derivative the compiled path does not take says.
-pub(super) const DERIVATIVES: &str = "this derivative, taken inside a differentiated function, is not on the compiled path yet: it takes gradients read by their fields (`f::grad(..).x`, or `let g = f::grad(..);` then `g.x`) and `f::value_and_grad(..)` (`.0`, `.1.x`, `let (v, g) = ..`)";
+pub(super) const DERIVATIVES: &str = "this derivative, taken inside a differentiated function, is not on the compiled path yet: it takes the fields of gradients of functions with a real result (`f::grad(..).x`, `f::value_and_grad(..).1.x`, `f::vjp(.., seed).1.x`, or a `let` of one then `g.x`) and their values (`.0`)";
 
 /// A derivative call: the function's path and the derivative's name.
 fn derivative(expr: &SynExpr) -> Option<(&syn::ExprCall, syn::Path, String)> {
@@ -46,12 +48,23 @@ fn derivative(expr: &SynExpr) -> Option<(&syn::ExprCall, syn::Path, String)> {
     Some((call, function, kind))
 }
 
-/// What a field expression of a derivative call reads.
+/// What a field expression of a derivative call reads; `seeded`: the
+/// call's last argument is a `vjp`'s seed.
 enum Read<'e> {
-    /// A field of the gradient: `f::grad(..).x`, `f::value_and_grad(..).1.x`.
-    Gradient(&'e syn::ExprCall, syn::Path, syn::Member),
-    /// The value: `f::value_and_grad(..).0`.
-    Value(&'e syn::ExprCall, syn::Path),
+    /// A field of the gradient: `f::grad(..).x`, `f::value_and_grad(..).1.x`,
+    /// `f::vjp(.., s).1.x`.
+    Gradient {
+        call: &'e syn::ExprCall,
+        function: syn::Path,
+        member: syn::Member,
+        seeded: bool,
+    },
+    /// The value: `f::value_and_grad(..).0`, `f::vjp(..).0`.
+    Value {
+        call: &'e syn::ExprCall,
+        function: syn::Path,
+        seeded: bool,
+    },
 }
 
 fn read(expr: &SynExpr) -> Option<Read<'_>> {
@@ -63,9 +76,19 @@ fn read(expr: &SynExpr) -> Option<Read<'_>> {
         syn::Member::Named(_) => None,
     };
     if let Some((call, function, kind)) = derivative(&field.base) {
+        let seeded = kind == "vjp";
         return match (kind.as_str(), index(&field.member)) {
-            ("grad", None) => Some(Read::Gradient(call, function, field.member.clone())),
-            ("value_and_grad", Some(0)) => Some(Read::Value(call, function)),
+            ("grad", None) => Some(Read::Gradient {
+                call,
+                function,
+                member: field.member.clone(),
+                seeded,
+            }),
+            ("value_and_grad" | "vjp", Some(0)) => Some(Read::Value {
+                call,
+                function,
+                seeded,
+            }),
             _ => None,
         };
     }
@@ -74,9 +97,12 @@ fn read(expr: &SynExpr) -> Option<Read<'_>> {
     };
     let (call, function, kind) = derivative(&inner.base)?;
     match (kind.as_str(), index(&inner.member), index(&field.member)) {
-        ("value_and_grad", Some(1), None) => {
-            Some(Read::Gradient(call, function, field.member.clone()))
-        }
+        ("value_and_grad" | "vjp", Some(1), None) => Some(Read::Gradient {
+            call,
+            function,
+            member: field.member.clone(),
+            seeded: kind == "vjp",
+        }),
         _ => None,
     }
 }
@@ -85,6 +111,25 @@ fn read(expr: &SynExpr) -> Option<Read<'_>> {
 /// value the compiled passes take, whatever its type).
 pub(super) fn is_nested_read(expr: &SynExpr) -> bool {
     read(expr).is_some()
+}
+
+/// `path` with one more segment `name`.
+fn joined(path: &syn::Path, name: syn::Ident) -> syn::Path {
+    let mut path = path.clone();
+    path.segments.push(syn::PathSegment::from(name));
+    path
+}
+
+/// `call` calling `path` with `args`.
+fn call_of(call: &syn::ExprCall, path: syn::Path, args: Vec<SynExpr>) -> syn::ExprCall {
+    let mut call = call.clone();
+    *call.func = SynExpr::Path(syn::ExprPath {
+        attrs: Vec::new(),
+        qself: None,
+        path,
+    });
+    call.args = args.into_iter().collect();
+    call
 }
 
 impl Lowerer {
@@ -106,29 +151,49 @@ impl Lowerer {
             }
             return Ok(None);
         };
-        let (call, callee, field) = match read {
-            Read::Gradient(call, function, member) => {
+        // The arguments without a `vjp`'s seed, and the seed (1 for `grad`
+        // and `value_and_grad`).
+        let (call, seeded) = match &read {
+            Read::Gradient { call, seeded, .. } | Read::Value { call, seeded, .. } => {
+                (*call, *seeded)
+            }
+        };
+        let mut args: Vec<SynExpr> = call.args.iter().cloned().collect();
+        let seed = if seeded {
+            let Some(seed) = args.pop() else {
+                return Ok(None);
+            };
+            // (A seed by reference or a buffer: the function's result is
+            // not a real, and it has no entries.)
+            if matches!(strip(&seed), SynExpr::Reference(_)) || self.buffer_var(&seed).is_some() {
+                return Err(Unsupported::new(seed.span(), DERIVATIVES));
+            }
+            seed
+        } else {
+            let one = syn::LitFloat::new("1.0", call.span());
+            syn::parse_quote_spanned!(call.span()=> #one)
+        };
+        let (as_call, written, members) = match read {
+            Read::Gradient {
+                function, member, ..
+            } => {
                 let syn::Member::Named(name) = &member else {
                     return Ok(None);
                 };
-                let mut callee = function.clone();
-                callee
-                    .segments
-                    .push(syn::PathSegment::from(crate::names::grad_entry_module(
-                        name,
-                    )));
-                (call, callee, Some((function, member)))
+                args.push(seed);
+                let entry = joined(&function, crate::names::vjp_entry_module(name));
+                let vjp = joined(&function, syn::Ident::new("vjp", call.func.span()));
+                let one: syn::Member = syn::parse_quote_spanned!(member.span()=> 1);
+                (
+                    call_of(call, entry, args.clone()),
+                    // Plain code (no argument differentiated) takes the `vjp`
+                    // as written.
+                    Some(call_of(call, vjp, args)),
+                    vec![one, member],
+                )
             }
-            Read::Value(call, function) => (call, function, None),
+            Read::Value { function, .. } => (call_of(call, function, args), None, Vec::new()),
         };
-        // The call as the passes make it: the callee's path, the arguments
-        // as written.
-        let mut as_call = call.clone();
-        *as_call.func = SynExpr::Path(syn::ExprPath {
-            attrs: Vec::new(),
-            qself: None,
-            path: callee,
-        });
         let Some(mut lowered) = self.user_call(&as_call, out)? else {
             return Ok(None);
         };
@@ -144,23 +209,10 @@ impl Lowerer {
                 "a derivative of a function taking values of user types, taken inside a differentiated function, is not on the compiled path yet",
             ));
         }
-        // Plain code (no argument differentiated) calls the derivative as
-        // written.
-        lowered.field = field.map(|(function, member)| {
-            let mut written = call.clone();
-            let mut grad = function;
-            grad.segments.push(syn::PathSegment::from(syn::Ident::new(
-                "grad",
-                call.func.span(),
-            )));
-            *written.func = SynExpr::Path(syn::ExprPath {
-                attrs: Vec::new(),
-                qself: None,
-                path: grad,
-            });
+        if let Some(written) = written {
             *lowered.written = SynExpr::Call(written);
-            member
-        });
+        }
+        lowered.read = members;
         Ok(Some(lowered))
     }
 }
@@ -213,7 +265,7 @@ impl Lets {
         let (call, function, kind) = derivative(&init.expr)?;
         let (value, gradient) = match (&local.pat, kind.as_str()) {
             (syn::Pat::Ident(ident), "grad") => (None, plain_name(ident)?),
-            (syn::Pat::Tuple(tuple), "value_and_grad") if tuple.elems.len() == 2 => {
+            (syn::Pat::Tuple(tuple), "value_and_grad" | "vjp") if tuple.elems.len() == 2 => {
                 let value = match &tuple.elems[0] {
                     syn::Pat::Wild(_) => None,
                     syn::Pat::Ident(ident) => Some(plain_name(ident)?),
@@ -230,15 +282,24 @@ impl Lets {
         let args = &call.args;
         let mut lets: Vec<syn::Stmt> = Vec::new();
         if let Some(value) = value {
-            lets.push(syn::parse_quote_spanned!(local.span()=> let #value = #function(#args);));
+            // (The value: the function's, without a `vjp`'s seed.)
+            let mut args: Vec<&SynExpr> = args.iter().collect();
+            if kind == "vjp" {
+                args.pop()?;
+            }
+            lets.push(
+                syn::parse_quote_spanned!(local.span()=> let #value = #function(#(#args),*);),
+            );
         }
-        let grad_path = {
-            let mut path = function.clone();
-            path.segments.push(syn::PathSegment::from(syn::Ident::new(
-                "grad",
-                call.func.span(),
-            )));
-            path
+        // The gradient's field `x` as written: `f::grad(..).x`, else
+        // `.1.x` of the call.
+        let derivative = &init.expr;
+        let read = |member: &syn::Member| -> SynExpr {
+            if kind == "grad" {
+                syn::parse_quote_spanned!(member.span()=> #derivative.#member)
+            } else {
+                syn::parse_quote_spanned!(member.span()=> #derivative.1.#member)
+            }
         };
         let mut names = Vec::new();
         for member in &fields {
@@ -251,9 +312,8 @@ impl Lets {
                 syn::ext::IdentExt::unraw(field),
                 span = gradient.span()
             );
-            lets.push(syn::parse_quote_spanned!(member.span()=>
-                let #local_name = #grad_path(#args).#member;
-            ));
+            let value = read(member);
+            lets.push(syn::parse_quote_spanned!(member.span()=> let #local_name = #value;));
             names.push((field.clone(), local_name));
         }
         self.next += 1;
