@@ -398,8 +398,8 @@ fn preaccumulated_nested_derivatives_match_the_tape() {
 /// Every gradient field and value of the inner function at arguments built
 /// from `t` and `y`: a `let` of the gradient read field by field, a field
 /// of a gradient written in place, `value_and_grad` with and without its
-/// value, `vjp` with a differentiated and a constant seed, read inside a
-/// loop and a branch.
+/// value, `vjp` with a differentiated and a constant seed, `jvp` along
+/// constant tangents, read inside a loop and a branch.
 macro_rules! gradient_outer {
     ($name:ident, $inner:ident, $engine:ident) => {
         #[differentiate($engine)]
@@ -416,6 +416,37 @@ macro_rules! gradient_outer {
             let qa = $inner::vjp(y[2], &x, w, vec![1.0, 1.0, t], &c, 3, 2.5).1.a;
             let mut s = g.a * y[2] + gx[0] * g.x[2] + g.w[1] + g.v[1] * t;
             s += scaled * q.x[1] + q.v[2] * qa + q.w[0];
+            // Tangents of `jvp`s along constant tangents.
+            let (same, tangent) = $inner::jvp(
+                t,
+                &x,
+                w,
+                vec![0.25, y[0], t],
+                &c,
+                3,
+                &$inner::Grad {
+                    a: 1.0,
+                    x: vec![0.5, 0.0, -1.0],
+                    w: [0.5, 2.0],
+                    v: vec![0.0, 1.0, 0.25],
+                },
+            );
+            let slope = $inner::jvp(
+                y[1],
+                &x,
+                [t, 1.0],
+                vec![1.0, t, t],
+                &c,
+                2,
+                &$inner::Grad {
+                    a: 0.0,
+                    x: vec![1.0, 1.0, 0.0],
+                    w: [0.0, 0.0],
+                    v: vec![0.0, -1.0, 0.0],
+                },
+            )
+            .1;
+            s += same * tangent + slope * y[2];
             for i in 0..3 {
                 s += h.x[i] * k.v[i] * value;
             }

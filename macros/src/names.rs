@@ -66,6 +66,10 @@ pub(crate) fn vjp_entry_module(name: &Ident) -> Ident {
     quote::format_ident!("__vjp_{}", syn::ext::IdentExt::unraw(name))
 }
 
+/// The module of the entry through which compiled callers take a `jvp`'s
+/// tangent (`f::jvp(.., &t).1`).
+pub(crate) const JVP_ENTRY_MODULE: &str = "__jvp";
+
 pub(crate) mod items {
     pub const IMPL_MODULE: &str = "__deltad_impl";
     pub const GRAD: &str = "__DeltadGrad";

@@ -1,17 +1,19 @@
 use deltad::differentiate;
 
 #[differentiate]
-fn inner(x: &[f64], w: f64) -> f64 {
-    w * x[0] * x[1]
+fn inner(a: f64, w: f64) -> f64 {
+    w * a * a
 }
 
-// Gradients read by their fields take the compiled path inside
-// differentiated code; a `jvp` taken inside does not yet.
+// Gradients read by their fields and `jvp`s along tangents written in place
+// take the compiled path inside differentiated code; a tangent held in a
+// local does not yet.
 #[differentiate(compiled)]
-fn f(x: &[f64], w: f64) -> f64 {
-    let force = inner::grad(x, w).x;
-    let slope = inner::jvp(x, w, &inner::Grad { x: vec![1.0, 0.0], w: 0.0 }).1;
-    force[0] * slope
+fn f(a: f64, w: f64) -> f64 {
+    let force = inner::grad(a, w).a;
+    let direction = inner::Grad { a: 1.0, w: 0.0 };
+    let slope = inner::jvp(a, w, &direction).1;
+    force * slope
 }
 
 fn main() {}

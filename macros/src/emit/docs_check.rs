@@ -64,7 +64,7 @@ fn assert_documented(item: proc_macro2::TokenStream, name: &str) -> Vec<String> 
         .1
         .iter()
         .find_map(|item| match item {
-            Item::Mod(m) => Some(m),
+            Item::Mod(m) if m.ident == crate::names::items::IMPL_MODULE => Some(m),
             _ => None,
         });
     let definitions = &inner

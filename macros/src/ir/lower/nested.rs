@@ -23,7 +23,7 @@ use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::Call;
 
 /// What a derivative the compiled path does not take says.
-pub(super) const DERIVATIVES: &str = "this derivative, taken inside a differentiated function, is not on the compiled path yet: it takes the fields of gradients of functions with a real result (`f::grad(..).x`, `f::value_and_grad(..).1.x`, `f::vjp(.., seed).1.x`, or a `let` of one then `g.x`) and their values (`.0`)";
+pub(super) const DERIVATIVES: &str = "this derivative, taken inside a differentiated function, is not on the compiled path yet: it takes the fields of gradients of functions with a real result (`f::grad(..).x`, `f::value_and_grad(..).1.x`, `f::vjp(.., seed).1.x`, or a `let` of one then `g.x`), tangents of `jvp`s (`f::jvp(.., &t).1`, `t` constant) and their values (`.0`)";
 
 /// A derivative call: the function's path and the derivative's name.
 fn derivative(expr: &SynExpr) -> Option<(&syn::ExprCall, syn::Path, String)> {
@@ -59,7 +59,12 @@ enum Read<'e> {
         member: syn::Member,
         seeded: bool,
     },
-    /// The value: `f::value_and_grad(..).0`, `f::vjp(..).0`.
+    /// The tangent of a `jvp`: `f::jvp(.., &t).1`.
+    Tangent {
+        call: &'e syn::ExprCall,
+        function: syn::Path,
+    },
+    /// The value: `f::value_and_grad(..).0`, `f::vjp(..).0`, `f::jvp(..).0`.
     Value {
         call: &'e syn::ExprCall,
         function: syn::Path,
@@ -76,15 +81,16 @@ fn read(expr: &SynExpr) -> Option<Read<'_>> {
         syn::Member::Named(_) => None,
     };
     if let Some((call, function, kind)) = derivative(&field.base) {
-        let seeded = kind == "vjp";
+        let seeded = kind == "vjp" || kind == "jvp";
         return match (kind.as_str(), index(&field.member)) {
+            ("jvp", Some(1)) => Some(Read::Tangent { call, function }),
             ("grad", None) => Some(Read::Gradient {
                 call,
                 function,
                 member: field.member.clone(),
                 seeded,
             }),
-            ("value_and_grad" | "vjp", Some(0)) => Some(Read::Value {
+            ("value_and_grad" | "vjp" | "jvp", Some(0)) => Some(Read::Value {
                 call,
                 function,
                 seeded,
@@ -157,6 +163,9 @@ impl Lowerer {
             Read::Gradient { call, seeded, .. } | Read::Value { call, seeded, .. } => {
                 (*call, *seeded)
             }
+            Read::Tangent { call, function } => {
+                return self.tangent_call(call, function, out).map(Some);
+            }
         };
         let mut args: Vec<SynExpr> = call.args.iter().cloned().collect();
         let seed = if seeded {
@@ -193,27 +202,84 @@ impl Lowerer {
                 )
             }
             Read::Value { function, .. } => (call_of(call, function, args), None, Vec::new()),
+            Read::Tangent { .. } => unreachable!("taken above"),
         };
         let Some(mut lowered) = self.user_call(&as_call, out)? else {
             return Ok(None);
         };
-        let user_type = lowered.args.iter().find_map(|arg| match arg {
-            crate::ir::CallArg::Struct { span, .. } | crate::ir::CallArg::Literal { span, .. } => {
-                Some(*span)
-            }
-            _ => None,
-        });
-        if let Some(span) = user_type {
-            return Err(Unsupported::new(
-                span,
-                "a derivative of a function taking values of user types, taken inside a differentiated function, is not on the compiled path yet",
-            ));
-        }
+        reject_user_types(&lowered)?;
         if let Some(written) = written {
             *lowered.written = SynExpr::Call(written);
         }
         lowered.read = members;
         Ok(Some(lowered))
+    }
+}
+
+impl Lowerer {
+    /// `f::jvp(args, t).1`: a call of the entry `f::__jvp` with the tangent
+    /// `t` as one more argument, plain data (a tangent computed from
+    /// differentiated values keeps the function on the tape).
+    fn tangent_call(
+        &mut self,
+        call: &syn::ExprCall,
+        function: &syn::Path,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Call> {
+        let mut args: Vec<SynExpr> = call.args.iter().cloned().collect();
+        let Some(tangent) = args.pop() else {
+            return Err(Unsupported::new(call.span(), DERIVATIVES));
+        };
+        // (Written in place, `&f::Grad { .. }`, or a reference to a
+        // parameter: a local built by a struct literal is its fields.)
+        let in_place = match strip(&tangent) {
+            SynExpr::Reference(reference) => match strip(&reference.expr) {
+                SynExpr::Struct(_) => true,
+                SynExpr::Path(path) => self.resolve_path(&path.path).is_some_and(|var| {
+                    matches!(self.vars[var].origin, crate::ir::Origin::Param(_))
+                }),
+                _ => false,
+            },
+            _ => false,
+        };
+        if !in_place {
+            return Err(Unsupported::new(
+                tangent.span(),
+                "the tangent of a `jvp` taken inside a differentiated function is on the compiled path written in place (`&f::Grad { .. }`) or as a parameter",
+            ));
+        }
+        let entry = joined(
+            function,
+            syn::Ident::new(crate::names::JVP_ENTRY_MODULE, call.func.span()),
+        );
+        let Some(mut lowered) = self.user_call(&call_of(call, entry, args), out)? else {
+            return Err(Unsupported::new(call.span(), DERIVATIVES));
+        };
+        reject_user_types(&lowered)?;
+        lowered
+            .args
+            .push(crate::ir::CallArg::Plain(self.opaque(&tangent)?));
+        *lowered.written = SynExpr::Call(call.clone());
+        lowered.read = vec![syn::parse_quote_spanned!(call.span()=> 1)];
+        Ok(lowered)
+    }
+}
+
+/// An error for a call passing values of user types: the callee has no
+/// entries.
+fn reject_user_types(call: &Call) -> Lowered<()> {
+    let user_type = call.args.iter().find_map(|arg| match arg {
+        crate::ir::CallArg::Struct { span, .. } | crate::ir::CallArg::Literal { span, .. } => {
+            Some(*span)
+        }
+        _ => None,
+    });
+    match user_type {
+        Some(span) => Err(Unsupported::new(
+            span,
+            "a derivative of a function taking values of user types, taken inside a differentiated function, is not on the compiled path yet",
+        )),
+        None => Ok(()),
     }
 }
 
@@ -263,6 +329,9 @@ impl Lets {
             return None;
         }
         let (call, function, kind) = derivative(&init.expr)?;
+        if kind == "jvp" {
+            return self.take_apart_jvp(local, call, &function);
+        }
         let (value, gradient) = match (&local.pat, kind.as_str()) {
             (syn::Pat::Ident(ident), "grad") => (None, plain_name(ident)?),
             (syn::Pat::Tuple(tuple), "value_and_grad" | "vjp") if tuple.elems.len() == 2 => {
@@ -327,6 +396,43 @@ impl Lets {
                 break;
             }
             reads.visit_stmt_mut(stmt);
+        }
+        Some(lets)
+    }
+}
+
+impl Lets {
+    /// `let (y, t) = f::jvp(args, &v);` as `let y = f(args);` and
+    /// `let t = f::jvp(args, &v).1;`.
+    fn take_apart_jvp(
+        &mut self,
+        local: &syn::Local,
+        call: &syn::ExprCall,
+        function: &syn::Path,
+    ) -> Option<Vec<syn::Stmt>> {
+        let syn::Pat::Tuple(tuple) = &local.pat else {
+            return None;
+        };
+        let [value, tangent] = [tuple.elems.first()?, tuple.elems.get(1)?];
+        if tuple.elems.len() != 2 {
+            return None;
+        }
+        let name = |pat: &syn::Pat| match pat {
+            syn::Pat::Wild(_) => Some(None),
+            syn::Pat::Ident(ident) => plain_name(ident).map(Some),
+            _ => None,
+        };
+        let (value, tangent) = (name(value)?, name(tangent)?);
+        let mut args: Vec<&SynExpr> = call.args.iter().collect();
+        args.pop()?;
+        let mut lets: Vec<syn::Stmt> = Vec::new();
+        if let Some(value) = value {
+            lets.push(
+                syn::parse_quote_spanned!(local.span()=> let #value = #function(#(#args),*);),
+            );
+        }
+        if let Some(tangent) = tangent {
+            lets.push(syn::parse_quote_spanned!(local.span()=> let #tangent = #call.1;));
         }
         Some(lets)
     }
