@@ -539,12 +539,34 @@ pub fn expr(e: &Expr) -> String {
                 let index = if r.element { "[0]" } else { "" };
                 format!(".{}{index}", r.field)
             };
+            // Half the derivatives (by the arguments' text) are bound by a
+            // `let` in a block and read from it, as users write them too.
+            let in_let = args.iter().map(String::len).sum::<usize>() % 2 == 1;
             match derivative {
+                Derivative::Grad(r) if in_let => {
+                    format!(
+                        "{{ let dg = {name}::grad({}); dg{} }}",
+                        args.join(", "),
+                        read(r)
+                    )
+                }
                 Derivative::Grad(r) => format!("{name}::grad({}){}", args.join(", "), read(r)),
+                Derivative::Value if in_let => format!(
+                    "{{ let (dv, _) = {name}::value_and_grad({}); dv }}",
+                    args.join(", ")
+                ),
                 Derivative::Value => format!("{name}::value_and_grad({}).0", args.join(", ")),
                 Derivative::Vjp(seed, r) => {
                     args.push(expr(seed));
-                    format!("{name}::vjp({}).1{}", args.join(", "), read(r))
+                    if in_let {
+                        format!(
+                            "{{ let (_, dg) = {name}::vjp({}); dg{} }}",
+                            args.join(", "),
+                            read(r)
+                        )
+                    } else {
+                        format!("{name}::vjp({}).1{}", args.join(", "), read(r))
+                    }
                 }
                 Derivative::Jvp(tangents) => {
                     let fields: Vec<String> = tangents
@@ -564,7 +586,11 @@ pub fn expr(e: &Expr) -> String {
                         })
                         .collect();
                     args.push(format!("&{name}::Grad {{ {} }}", fields.join(", ")));
-                    format!("{name}::jvp({}).1", args.join(", "))
+                    if in_let {
+                        format!("{{ let (_, dt) = {name}::jvp({}); dt }}", args.join(", "))
+                    } else {
+                        format!("{name}::jvp({}).1", args.join(", "))
+                    }
                 }
             }
         }

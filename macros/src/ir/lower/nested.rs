@@ -332,22 +332,23 @@ impl Lets {
         if kind == "jvp" {
             return self.take_apart_jvp(local, call, &function);
         }
+        // (`_` for a name not wanted.)
+        let name = |pat: &syn::Pat| match pat {
+            syn::Pat::Wild(_) => Some(None),
+            syn::Pat::Ident(ident) => plain_name(ident).map(Some),
+            _ => None,
+        };
         let (value, gradient) = match (&local.pat, kind.as_str()) {
-            (syn::Pat::Ident(ident), "grad") => (None, plain_name(ident)?),
+            (syn::Pat::Ident(ident), "grad") => (None, Some(plain_name(ident)?)),
             (syn::Pat::Tuple(tuple), "value_and_grad" | "vjp") if tuple.elems.len() == 2 => {
-                let value = match &tuple.elems[0] {
-                    syn::Pat::Wild(_) => None,
-                    syn::Pat::Ident(ident) => Some(plain_name(ident)?),
-                    _ => return None,
-                };
-                let syn::Pat::Ident(ident) = &tuple.elems[1] else {
-                    return None;
-                };
-                (value, plain_name(ident)?)
+                (name(&tuple.elems[0])?, name(&tuple.elems[1])?)
             }
             _ => return None,
         };
-        let fields = fields_read(&gradient, rest)?;
+        let fields = match &gradient {
+            Some(gradient) => fields_read(gradient, rest)?,
+            None => Vec::new(),
+        };
         let args = &call.args;
         let mut lets: Vec<syn::Stmt> = Vec::new();
         if let Some(value) = value {
@@ -379,23 +380,25 @@ impl Lets {
                 "__deltad_gradient{}_{}",
                 self.next,
                 syn::ext::IdentExt::unraw(field),
-                span = gradient.span()
+                span = member.span()
             );
             let value = read(member);
             lets.push(syn::parse_quote_spanned!(member.span()=> let #local_name = #value;));
             names.push((field.clone(), local_name));
         }
         self.next += 1;
-        let mut reads = Reads {
-            name: &gradient,
-            names: &names,
-            done: false,
-        };
-        for stmt in rest.iter_mut() {
-            if reads.done {
-                break;
+        if let Some(gradient) = &gradient {
+            let mut reads = Reads {
+                name: gradient,
+                names: &names,
+                done: false,
+            };
+            for stmt in rest.iter_mut() {
+                if reads.done {
+                    break;
+                }
+                reads.visit_stmt_mut(stmt);
             }
-            reads.visit_stmt_mut(stmt);
         }
         Some(lets)
     }
