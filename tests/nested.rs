@@ -578,3 +578,58 @@ fn a_simulation_under_a_gradient_force_differentiates_through_its_steps() {
         assert!(close(hv, tape_hv), "{hv} vs {tape_hv}");
     }
 }
+
+/// A callee whose array lengths are a const parameter.
+#[differentiate]
+fn weighted_squares<const N: usize>(a: [f64; N], b: &[f64; N]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..N {
+        s += a[i] * b[i] * b[i];
+    }
+    s
+}
+
+macro_rules! const_outer {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(a: [f64; 3], b: &[f64]) -> f64 {
+            let g = weighted_squares::grad(a, &[b[0], b[1] * b[2], 1.5]);
+            let along = weighted_squares::jvp(
+                a,
+                &[b[2], b[0], b[1]],
+                &weighted_squares::Grad {
+                    a: [1.0, 0.0, -2.0],
+                    b: [0.0, 0.5, 0.0],
+                },
+            )
+            .1;
+            g.a[1] * g.b[0] + g.b[2] * along
+        }
+    };
+}
+const_outer!(const_outer_compiled, compiled);
+const_outer!(const_outer_tape, tape);
+
+#[test]
+fn nested_derivatives_of_a_function_with_const_lengths() {
+    let (a, b) = ([0.4, -1.2, 0.7], [1.1, 0.3, -0.8]);
+    // (The callee itself, untouched.)
+    let plain: f64 = (0..3).map(|i| a[i] * b[i] * b[i]).sum();
+    assert!(close(weighted_squares(a, &b), plain));
+    let (value, g) = const_outer_compiled::value_and_grad(a, &b);
+    let (tape_value, tape_g) = const_outer_tape::value_and_grad(a, &b);
+    assert!(close(value, tape_value), "{value} vs {tape_value}");
+    for i in 0..3 {
+        assert!(close(g.a[i], tape_g.a[i]), "{:?} vs {:?}", g.a, tape_g.a);
+        assert!(close(g.b[i], tape_g.b[i]), "{:?} vs {:?}", g.b, tape_g.b);
+    }
+    // Central differences along b[1] (h = 1e-5, as above).
+    let h = 1e-5;
+    let at = |s: f64| const_outer_compiled(a, &[b[0], b[1] + s, b[2]]);
+    let fd = (at(h) - at(-h)) / (2.0 * h);
+    assert!(
+        (g.b[1] - fd).abs() < 1e-7 * (1.0 + fd.abs()),
+        "{} vs {fd}",
+        g.b[1]
+    );
+}

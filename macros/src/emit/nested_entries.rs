@@ -20,7 +20,9 @@
 //!   over reverse run along `t`).
 //!
 //! For functions of reals, buffers of reals and plain data returning a real
-//! (both engines: the passes used are the compiled convention's).
+//! (both engines: the passes used are the compiled convention's). A field
+//! of an array parameter is a `Vec` here (its length may be a const
+//! parameter, which an entry's module cannot name).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -42,12 +44,6 @@ pub(crate) fn has_nested_entries(signature: &Signature) -> bool {
             .params
             .iter()
             .all(|p| p.kind.is_active() || taken_again(&p.ty))
-        // (A length given by a const parameter cannot be named where the
-        // entries' result types are.)
-        && !signature
-            .generics
-            .iter()
-            .any(|g| matches!(g, syn::GenericParam::Const(_)))
 }
 
 /// True for a type whose values the passes can take more than once: a
@@ -111,7 +107,8 @@ pub(crate) fn entry_modules(signature: &Signature, impl_module: &Ident) -> Token
         .map(|param| {
             let out = match &param.kind {
                 ParamKind::Real => quote!(S),
-                ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => quote!([S; #len]),
+                // (An array's too: its length may be a const parameter,
+                // which the module cannot name.)
                 _ => quote!(::std::vec::Vec<S>),
             };
             module(
@@ -219,9 +216,6 @@ impl Generator<'_> {
                 let name = &params[k].name;
                 let (out_type, out_adjoint) = match &params[k].kind {
                     ParamKind::Real => (quote!(#s), quote!(#a)),
-                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                        (quote!([#s; #len]), quote!([#a; #len]))
-                    }
                     _ => (quote!(::std::vec::Vec<#s>), quote!(::std::vec::Vec<#a>)),
                 };
                 (vjp_fwd(name), vjp_adj(name), out_type, out_adjoint)
@@ -318,9 +312,6 @@ impl Generator<'_> {
         let gradient = Ident::new("__deltad_gradient", Span::mixed_site());
         let make_gradient = match &params[k].kind {
             ParamKind::Real => quote!(let mut #gradient: #s = #zero;),
-            ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                quote!(let mut #gradient: [#s; #len] = [#zero; #len];)
-            }
             _ => {
                 quote!(let mut #gradient: ::std::vec::Vec<#s> = ::std::vec![#zero; #name_k.len()];)
             }
