@@ -633,3 +633,30 @@ fn nested_derivatives_of_a_function_with_const_lengths() {
         g.b[1]
     );
 }
+
+/// Constant data taken by value (`Scale`, not `&Scale`): the callee's passes
+/// would need it twice, so a caller taking its derivative stays on the tape
+/// (and compiles).
+#[derive(Clone)]
+struct Scale {
+    factor: f64,
+}
+
+#[differentiate]
+fn scaled(x: &[f64], #[no_grad] scale: Scale) -> f64 {
+    scale.factor * x[0] * x[1]
+}
+
+#[differentiate]
+fn scaled_slope(x: &[f64], #[no_grad] scale: Scale) -> f64 {
+    let g = scaled::grad(x, scale).x;
+    g[0] * x[1]
+}
+
+#[test]
+fn a_derivative_of_a_callee_taking_constant_data_by_value() {
+    // s·x₁·x₁: ∂/∂x₀ = 0, ∂/∂x₁ = 2·s·x₁.
+    let g = scaled_slope::grad(&[1.0, 2.0], Scale { factor: 3.0 });
+    assert_eq!(g.x, vec![0.0, 12.0]);
+    assert_eq!(scaled(&[1.0, 2.0], Scale { factor: 3.0 }), 6.0);
+}

@@ -388,6 +388,20 @@ pub(crate) fn check_differentiable(ty: &Type) -> Result<(), String> {
     }
 }
 
+/// True for a type whose values can be passed more than once as they are:
+/// a reference or a primitive (a derivative taken inside differentiated
+/// code runs the callee's passes more than once on its constant data).
+pub(crate) fn passed_again(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Reference(_) => true,
+        syn::Type::Path(path) if path.qself.is_none() => path
+            .path
+            .get_ident()
+            .is_some_and(|name| crate::methods::is_primitive_type_name(&name.to_string())),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

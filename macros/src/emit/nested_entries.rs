@@ -43,20 +43,7 @@ pub(crate) fn has_nested_entries(signature: &Signature) -> bool {
         && signature
             .params
             .iter()
-            .all(|p| p.kind.is_active() || taken_again(&p.ty))
-}
-
-/// True for a type whose values the passes can take more than once: a
-/// reference or a primitive.
-fn taken_again(ty: &syn::Type) -> bool {
-    match ty {
-        syn::Type::Reference(_) => true,
-        syn::Type::Path(path) if path.qself.is_none() => path
-            .path
-            .get_ident()
-            .is_some_and(|name| crate::methods::is_primitive_type_name(&name.to_string())),
-        _ => false,
-    }
+            .all(|p| p.kind.is_active() || crate::types::passed_again(&p.ty))
 }
 
 fn ident(name: &str) -> Ident {

@@ -207,7 +207,7 @@ impl Lowerer {
         let Some(mut lowered) = self.user_call(&as_call, out)? else {
             return Ok(None);
         };
-        reject_user_types(&lowered)?;
+        self.reject_user_types(&lowered)?;
         if let Some(written) = written {
             *lowered.written = SynExpr::Call(written);
         }
@@ -255,7 +255,7 @@ impl Lowerer {
         let Some(mut lowered) = self.user_call(&call_of(call, entry, args), out)? else {
             return Err(Unsupported::new(call.span(), DERIVATIVES));
         };
-        reject_user_types(&lowered)?;
+        self.reject_user_types(&lowered)?;
         lowered
             .args
             .push(crate::ir::CallArg::Plain(self.opaque(&tangent)?));
@@ -265,21 +265,35 @@ impl Lowerer {
     }
 }
 
-/// An error for a call passing values of user types: the callee has no
-/// entries.
-fn reject_user_types(call: &Call) -> Lowered<()> {
-    let user_type = call.args.iter().find_map(|arg| match arg {
-        crate::ir::CallArg::Struct { span, .. } | crate::ir::CallArg::Literal { span, .. } => {
-            Some(*span)
+impl Lowerer {
+    /// An error for a call passing values the callee's entries cannot take
+    /// (it has none): values of user types, and constant data that is not
+    /// borrowed or primitive (or whose type the macro cannot see).
+    fn reject_user_types(&self, call: &Call) -> Lowered<()> {
+        let user_type = call.args.iter().find_map(|arg| match arg {
+            crate::ir::CallArg::Struct { span, .. } | crate::ir::CallArg::Literal { span, .. } => {
+                Some(*span)
+            }
+            crate::ir::CallArg::Value(value) => match &value.kind {
+                crate::ir::ExprKind::Opaque { .. } => Some(value.span),
+                crate::ir::ExprKind::Var(var) if self.plain.contains(var) => {
+                    let typed = self.vars[*var]
+                        .annotation
+                        .as_ref()
+                        .is_none_or(crate::types::passed_again);
+                    (!typed).then_some(value.span)
+                }
+                _ => None,
+            },
+            _ => None,
+        });
+        match user_type {
+            Some(span) => Err(Unsupported::new(
+                span,
+                "a derivative of a function taking values of user types or constant data by value, taken inside a differentiated function, is not on the compiled path yet",
+            )),
+            None => Ok(()),
         }
-        _ => None,
-    });
-    match user_type {
-        Some(span) => Err(Unsupported::new(
-            span,
-            "a derivative of a function taking values of user types, taken inside a differentiated function, is not on the compiled path yet",
-        )),
-        None => Ok(()),
     }
 }
 
