@@ -28,7 +28,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::Ident;
 
-use super::compiled::{keeps_const, ADJ_FN, FWD_FN};
+use super::compiled::{flat_param_type, flat_sink_bound, keeps_const, ADJ_FN, FWD_FN};
 use super::Generator;
 use crate::names::items;
 use crate::signature::{ParamKind, Signature};
@@ -182,18 +182,8 @@ impl Generator<'_> {
         let mut declared: Vec<TokenStream> = params
             .iter()
             .map(|param| {
-                let name = &param.name;
-                match &param.kind {
-                    ParamKind::Real => quote!(#name: #s),
-                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                        quote!(#name: &[#s; #len])
-                    }
-                    kind if kind.is_active() => quote!(#name: &[#s]),
-                    _ => {
-                        let ty = &param.ty;
-                        quote!(#name: #ty)
-                    }
-                }
+                let (name, ty) = (&param.name, flat_param_type(param, s));
+                quote!(#name: #ty)
             })
             .collect();
         let extra = &n.extra;
@@ -226,11 +216,7 @@ impl Generator<'_> {
         };
         let sink_bounds = params
             .iter()
-            .map(|param| match &param.kind {
-                ParamKind::Real => quote!(: ::deltad::__private::ScalarSink<#a>),
-                kind if kind.is_active() => quote!(: ::deltad::__private::SliceSink<#a>),
-                _ => TokenStream::new(),
-            })
+            .map(|param| flat_sink_bound(&param.kind, a))
             .chain(std::iter::once(extra_bound))
             .zip(&sink_types)
             .map(|(bound, ty)| quote!(#ty #bound));

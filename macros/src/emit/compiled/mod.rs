@@ -245,10 +245,6 @@ impl<'a> Passes<'a> {
             .map(|(index, (param, &var))| {
                 let name = self.name(var);
                 match &param.kind {
-                    ParamKind::Real => quote!(#name: #s),
-                    ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => {
-                        quote!(#name: &[#s; #len])
-                    }
                     kind if crate::types::user_elements(kind).is_some() => {
                         let elem = crate::types::user_elements(kind);
                         let twin = self.twin_type(elem.expect("a buffer of a user type"));
@@ -258,9 +254,8 @@ impl<'a> Passes<'a> {
                         let borrowed = struct_generic(index);
                         quote!(#name: #borrowed)
                     }
-                    kind if kind.is_active() => quote!(#name: &[#s]),
                     _ => {
-                        let ty = &param.ty;
+                        let ty = flat_param_type(param, s);
                         quote!(#name: #ty)
                     }
                 }
@@ -383,7 +378,6 @@ impl<'a> Passes<'a> {
             .iter()
             .zip(&sink_types)
             .map(|(param, ty)| match &param.kind {
-                ParamKind::Real => quote!(#ty: ::deltad::__private::ScalarSink<#a>),
                 kind if crate::types::user_elements(kind).is_some() => {
                     let elem = crate::types::user_elements(kind);
                     let twin = self.adjoint_twin_type(elem.expect("a buffer of a user type"));
@@ -393,8 +387,10 @@ impl<'a> Passes<'a> {
                     let twin = self.adjoint_twin_type(value);
                     quote!(#ty: ::deltad::__private::TwinSink<#twin>)
                 }
-                kind if kind.is_active() => quote!(#ty: ::deltad::__private::SliceSink<#a>),
-                _ => quote!(#ty),
+                kind => {
+                    let bound = flat_sink_bound(kind, a);
+                    quote!(#ty #bound)
+                }
             });
         let sinks = sink_types.iter().enumerate().map(|(i, ty)| {
             let name = sink(i);
@@ -586,6 +582,30 @@ fn twin_of(ty: &syn::Type, real: &Ident) -> TokenStream {
 /// a user type.
 fn struct_generic(index: usize) -> Ident {
     format_ident!("__DeltadB{}", index)
+}
+
+/// The type through which the compiled passes take a flat parameter (a
+/// real, a buffer of reals, plain data), their reals `s`.
+pub(crate) fn flat_param_type(param: &crate::signature::Param, s: &Ident) -> TokenStream {
+    match &param.kind {
+        ParamKind::Real => quote!(#s),
+        ParamKind::Array { len } | ParamKind::ArrayRef { len, .. } => quote!(&[#s; #len]),
+        kind if kind.is_active() => quote!(&[#s]),
+        _ => {
+            let ty = &param.ty;
+            quote!(#ty)
+        }
+    }
+}
+
+/// The bound of the adjoint's sink of a flat parameter (`: ScalarSink<A>`,
+/// `: SliceSink<A>`, none for plain data), adjoints `a`.
+pub(crate) fn flat_sink_bound(kind: &ParamKind, a: &Ident) -> TokenStream {
+    match kind {
+        ParamKind::Real => quote!(: ::deltad::__private::ScalarSink<#a>),
+        kind if kind.is_active() => quote!(: ::deltad::__private::SliceSink<#a>),
+        _ => TokenStream::new(),
+    }
 }
 
 /// The sink parameter of parameter `index` in `__deltad_adj`.

@@ -272,7 +272,7 @@ enum Uses {
 }
 
 /// True if the pattern binds `name`.
-fn binds(pat: &syn::Pat, name: &str) -> bool {
+pub(super) fn binds(pat: &syn::Pat, name: &str) -> bool {
     struct Binds<'a>(&'a str, bool);
     impl<'ast> Visit<'ast> for Binds<'_> {
         fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
@@ -285,7 +285,7 @@ fn binds(pat: &syn::Pat, name: &str) -> bool {
 }
 
 /// True if `expr` is the plain name `name`.
-fn names(expr: &SynExpr, name: &str) -> bool {
+pub(super) fn names(expr: &SynExpr, name: &str) -> bool {
     matches!(strip(expr), SynExpr::Path(path) if path.qself.is_none()
         && path.path.get_ident().is_some_and(|i| syn::ext::IdentExt::unraw(i) == name))
 }

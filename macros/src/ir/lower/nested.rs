@@ -18,6 +18,7 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::Expr as SynExpr;
 
+use super::buffers::{binds, names};
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::Call;
@@ -343,38 +344,40 @@ impl Lets {
             return None;
         }
         let (call, function, kind) = derivative(&init.expr)?;
-        if kind == "jvp" {
-            return self.take_apart_jvp(local, call, &function);
-        }
-        // (`_` for a name not wanted.)
-        let name = |pat: &syn::Pat| match pat {
-            syn::Pat::Wild(_) => Some(None),
-            syn::Pat::Ident(ident) => plain_name(ident).map(Some),
-            _ => None,
-        };
-        let (value, gradient) = match (&local.pat, kind.as_str()) {
+        // The value's name and the other's (`_` for one not wanted).
+        let (value, other) = match (&local.pat, kind.as_str()) {
             (syn::Pat::Ident(ident), "grad") => (None, Some(plain_name(ident)?)),
-            (syn::Pat::Tuple(tuple), "value_and_grad" | "vjp") if tuple.elems.len() == 2 => {
-                (name(&tuple.elems[0])?, name(&tuple.elems[1])?)
+            (syn::Pat::Tuple(tuple), "value_and_grad" | "vjp" | "jvp")
+                if tuple.elems.len() == 2 =>
+            {
+                (tuple_name(&tuple.elems[0])?, tuple_name(&tuple.elems[1])?)
             }
             _ => return None,
         };
-        let fields = match &gradient {
-            Some(gradient) => fields_read(gradient, rest)?,
-            None => Vec::new(),
-        };
-        let args = &call.args;
         let mut lets: Vec<syn::Stmt> = Vec::new();
         if let Some(value) = value {
-            // (The value: the function's, without a `vjp`'s seed.)
-            let mut args: Vec<&SynExpr> = args.iter().collect();
-            if kind == "vjp" {
+            // (The value: the function's, without a `vjp`'s seed or a
+            // `jvp`'s tangent.)
+            let mut args: Vec<&SynExpr> = call.args.iter().collect();
+            if kind == "vjp" || kind == "jvp" {
                 args.pop()?;
             }
             lets.push(
                 syn::parse_quote_spanned!(local.span()=> let #value = #function(#(#args),*);),
             );
         }
+        // A `jvp`'s tangent: `let t = f::jvp(..).1;`.
+        if kind == "jvp" {
+            if let Some(tangent) = other {
+                lets.push(syn::parse_quote_spanned!(local.span()=> let #tangent = #call.1;));
+            }
+            return Some(lets);
+        }
+        let gradient = other;
+        let fields = match &gradient {
+            Some(gradient) => fields_read(gradient, rest)?,
+            None => Vec::new(),
+        };
         // The gradient's field `x` as written: `f::grad(..).x`, else
         // `.1.x` of the call.
         let derivative = &init.expr;
@@ -402,8 +405,9 @@ impl Lets {
         }
         self.next += 1;
         if let Some(gradient) = &gradient {
+            let name = syn::ext::IdentExt::unraw(gradient).to_string();
             let mut reads = Reads {
-                name: gradient,
+                name: &name,
                 names: &names,
                 done: false,
             };
@@ -418,40 +422,12 @@ impl Lets {
     }
 }
 
-impl Lets {
-    /// `let (y, t) = f::jvp(args, &v);` as `let y = f(args);` and
-    /// `let t = f::jvp(args, &v).1;`.
-    fn take_apart_jvp(
-        &mut self,
-        local: &syn::Local,
-        call: &syn::ExprCall,
-        function: &syn::Path,
-    ) -> Option<Vec<syn::Stmt>> {
-        let syn::Pat::Tuple(tuple) = &local.pat else {
-            return None;
-        };
-        let [value, tangent] = [tuple.elems.first()?, tuple.elems.get(1)?];
-        if tuple.elems.len() != 2 {
-            return None;
-        }
-        let name = |pat: &syn::Pat| match pat {
-            syn::Pat::Wild(_) => Some(None),
-            syn::Pat::Ident(ident) => plain_name(ident).map(Some),
-            _ => None,
-        };
-        let (value, tangent) = (name(value)?, name(tangent)?);
-        let mut args: Vec<&SynExpr> = call.args.iter().collect();
-        args.pop()?;
-        let mut lets: Vec<syn::Stmt> = Vec::new();
-        if let Some(value) = value {
-            lets.push(
-                syn::parse_quote_spanned!(local.span()=> let #value = #function(#(#args),*);),
-            );
-        }
-        if let Some(tangent) = tangent {
-            lets.push(syn::parse_quote_spanned!(local.span()=> let #tangent = #call.1;));
-        }
-        Some(lets)
+/// The name a part of a tuple pattern binds: `Some(None)` for `_`.
+fn tuple_name(pat: &syn::Pat) -> Option<Option<syn::Ident>> {
+    match pat {
+        syn::Pat::Wild(_) => Some(None),
+        syn::Pat::Ident(ident) => plain_name(ident).map(Some),
+        _ => None,
     }
 }
 
@@ -465,7 +441,7 @@ fn plain_name(ident: &syn::PatIdent) -> Option<syn::Ident> {
 /// `let` binds the name again; `None` if `rest` uses `name` otherwise.
 fn fields_read(name: &syn::Ident, rest: &[syn::Stmt]) -> Option<Vec<syn::Member>> {
     struct Uses<'n> {
-        name: &'n syn::Ident,
+        name: &'n str,
         fields: Vec<syn::Member>,
         other: bool,
     }
@@ -487,7 +463,7 @@ fn fields_read(name: &syn::Ident, rest: &[syn::Stmt]) -> Option<Vec<syn::Member>
         // (Bound again inside: a closure's parameter, an inner `let`, a
         // pattern; its reads there would be another value's.)
         fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
-            self.other |= pat.ident == *self.name;
+            self.other |= syn::ext::IdentExt::unraw(&pat.ident) == self.name;
             syn::visit::visit_pat_ident(self, pat);
         }
         fn visit_macro(&mut self, mac: &'ast syn::Macro) {
@@ -502,6 +478,7 @@ fn fields_read(name: &syn::Ident, rest: &[syn::Stmt]) -> Option<Vec<syn::Member>
         }
         fn visit_item(&mut self, _: &'ast syn::Item) {}
     }
+    let name = &syn::ext::IdentExt::unraw(name).to_string();
     let mut uses = Uses {
         name,
         fields: Vec::new(),
@@ -525,28 +502,10 @@ fn fields_read(name: &syn::Ident, rest: &[syn::Stmt]) -> Option<Vec<syn::Member>
     (!uses.other && !uses.fields.is_empty()).then_some(uses.fields)
 }
 
-/// True if `expr` is the plain name `name`.
-fn names(expr: &SynExpr, name: &syn::Ident) -> bool {
-    matches!(strip(expr), SynExpr::Path(path) if path.qself.is_none() && path.path.is_ident(name))
-}
-
-/// True if the pattern binds `name` (anywhere in it).
-fn binds(pat: &syn::Pat, name: &syn::Ident) -> bool {
-    struct Binds<'n>(&'n syn::Ident, bool);
-    impl<'ast> Visit<'ast> for Binds<'_> {
-        fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
-            self.1 |= pat.ident == *self.0;
-        }
-    }
-    let mut binds = Binds(name, false);
-    binds.visit_pat(pat);
-    binds.1
-}
-
 /// Replaces the reads `name.x` with the locals `names` holds, until a
 /// `let` binds the name again.
 struct Reads<'a> {
-    name: &'a syn::Ident,
+    name: &'a str,
     names: &'a [(syn::Ident, syn::Ident)],
     done: bool,
 }
@@ -586,22 +545,24 @@ impl VisitMut for Reads<'_> {
 /// where `name` stands otherwise.
 fn token_reads(
     tokens: proc_macro2::TokenStream,
-    name: &syn::Ident,
+    name: &str,
     fields: &mut Vec<syn::Member>,
     other: &mut bool,
 ) {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
     for (at, tree) in trees.iter().enumerate() {
         match tree {
-            TokenTree::Ident(ident) if ident == name => match field_after(&trees, at) {
-                Some(field) => {
-                    let member = syn::Member::Named(field);
-                    if !fields.contains(&member) {
-                        fields.push(member);
+            TokenTree::Ident(ident) if syn::ext::IdentExt::unraw(ident) == name => {
+                match field_after(&trees, at) {
+                    Some(field) => {
+                        let member = syn::Member::Named(field);
+                        if !fields.contains(&member) {
+                            fields.push(member);
+                        }
                     }
+                    None => *other = true,
                 }
-                None => *other = true,
-            },
+            }
             TokenTree::Group(group) => token_reads(group.stream(), name, fields, other),
             _ => {}
         }
@@ -628,7 +589,7 @@ fn field_after(trees: &[TokenTree], at: usize) -> Option<syn::Ident> {
 /// local.
 fn replace_tokens(
     tokens: proc_macro2::TokenStream,
-    name: &syn::Ident,
+    name: &str,
     names: &[(syn::Ident, syn::Ident)],
 ) -> proc_macro2::TokenStream {
     let trees: Vec<TokenTree> = tokens.into_iter().collect();
@@ -636,7 +597,7 @@ fn replace_tokens(
     let mut at = 0;
     while at < trees.len() {
         match &trees[at] {
-            TokenTree::Ident(ident) if ident == name => {
+            TokenTree::Ident(ident) if syn::ext::IdentExt::unraw(ident) == name => {
                 let local = field_after(&trees, at)
                     .and_then(|field| names.iter().find(|(f, _)| *f == field));
                 if let Some((_, local)) = local {
