@@ -237,3 +237,136 @@ fn named_closures_with_typed_parameters_given_to_adaptors() {
         assert_close(&got, &reference, what);
     }
 }
+
+/// The integrator's caller on the compiled path: the closure, its parameter
+/// typed, becomes a function of its own whose passes `integrate`'s passes
+/// call (the captured `k` gets its adjoint through them).
+#[differentiate(compiled)]
+fn gaussian_mass_compiled(k: f64, upper: f64) -> f64 {
+    integrate(|t: f64| (-k * t * t).exp(), 0.0, upper, 200)
+}
+
+#[test]
+fn a_closure_given_to_a_compiled_function_parameter() {
+    for (k, upper) in [(0.7, 1.3), (2.0, 0.4), (0.1, 3.0)] {
+        let (value, g) = gaussian_mass_compiled::value_and_grad(k, upper);
+        let (value_t, g_t) = gaussian_mass::value_and_grad(k, upper);
+        assert_eq!(value, gaussian_mass_compiled(k, upper));
+        near(value, value_t, 1e-14, "value against the tape");
+        assert_close_tol(
+            &[g.k, g.upper],
+            &[g_t.k, g_t.upper],
+            1e-13,
+            "against the tape",
+        );
+        let reference = finite_difference(|p| gaussian_mass_compiled(p[0], p[1]), &[k, upper]);
+        assert_close(&[g.k, g.upper], &reference, "against central differences");
+        // Forward over reverse through the closure's passes.
+        let h = gaussian_mass_compiled::hessian(k, upper);
+        let h_t = gaussian_mass::hessian(k, upper);
+        for (row, row_t) in h.iter().zip(&h_t) {
+            assert_close_tol(
+                &[row.k, row.upper],
+                &[row_t.k, row_t.upper],
+                1e-12,
+                "hessian",
+            );
+        }
+        let t = gaussian_mass_compiled::jvp(
+            k,
+            upper,
+            &gaussian_mass_compiled::Grad {
+                k: 1.0,
+                upper: -0.5,
+            },
+        )
+        .1;
+        near(t, g.k - 0.5 * g.upper, 1e-12, "jvp against the gradient");
+    }
+}
+
+/// Gradient descent with a fixed number of steps, a step accepted only
+/// where it lowers `f`, else halved: an optimiser taking a function and
+/// its gradient (`Vec` results, slice arguments), differentiated through.
+#[differentiate]
+fn descent<F: Fn(&[f64]) -> f64, G: Fn(&[f64]) -> Vec<f64>>(
+    f: F,
+    gradient: G,
+    start: &[f64],
+    steps: usize,
+) -> Vec<f64> {
+    let mut x = start.to_vec();
+    let mut fx = f(&x);
+    let mut eta = 0.3;
+    for _ in 0..steps {
+        let g = gradient(&x);
+        let mut next = vec![0.0; x.len()];
+        for k in 0..x.len() {
+            next[k] = x[k] - eta * g[k];
+        }
+        let f_next = f(&next);
+        if f_next < fx {
+            x = next;
+            fx = f_next;
+        } else {
+            eta *= 0.5;
+        }
+    }
+    x
+}
+
+/// A well with its bottom at `centre`, sharpness `s`.
+#[differentiate]
+fn well(x: &[f64], centre: &[f64], s: f64) -> f64 {
+    let mut total = 0.0;
+    for i in 0..x.len() {
+        let d = x[i] - centre[i];
+        total += s * d * d + 0.1 * d * d * d * d;
+    }
+    total
+}
+
+/// Where descent on the well ends, scored: its closures capture slices
+/// and a real, one computes the well's gradient inside (a derivative
+/// nested in the closure).
+#[differentiate(compiled)]
+fn settled_compiled(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
+    let end: Vec<f64> = descent(
+        |x: &[f64]| well(x, centre, s),
+        |x: &[f64]| -> Vec<f64> { well::grad(x, centre, s).x },
+        start,
+        12,
+    );
+    end[0] * end[0] + 3.0 * end[1] + s * end[0]
+}
+
+#[differentiate(tape)]
+fn settled_tape(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
+    let end: Vec<f64> = descent(
+        |x: &[f64]| well(x, centre, s),
+        |x: &[f64]| -> Vec<f64> { well::grad(x, centre, s).x },
+        start,
+        12,
+    );
+    end[0] * end[0] + 3.0 * end[1] + s * end[0]
+}
+
+#[test]
+fn an_optimiser_given_closures_on_the_compiled_path() {
+    let start = [2.0, -1.5];
+    for (centre, s) in [([0.5, 0.25], 1.0), ([-1.0, 0.75], 0.6), ([0.1, -0.2], 2.5)] {
+        let (value, g) = settled_compiled::value_and_grad(&centre, s, &start);
+        let (value_t, g_t) = settled_tape::value_and_grad(&centre, s, &start);
+        assert_eq!(value, settled_compiled(&centre, s, &start));
+        near(value, value_t, 1e-13, "value against the tape");
+        let mut got = g.centre.clone();
+        got.push(g.s);
+        let mut got_t = g_t.centre.clone();
+        got_t.push(g_t.s);
+        assert_close_tol(&got, &got_t, 1e-12, "against the tape");
+        let mut point = centre.to_vec();
+        point.push(s);
+        let reference = finite_difference(|p| settled_compiled(&p[..2], p[2], &start), &point);
+        assert_close(&got, &reference, "against central differences");
+    }
+}

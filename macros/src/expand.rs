@@ -164,7 +164,11 @@ pub(crate) fn derivatives(
     };
     let bodies = match (&options.custom, &signature) {
         (Some(derivative), Some(signature)) => custom_body(derivative, signature, errors),
-        _ if compiled.is_ok() => Bodies::Compiled,
+        // (With function parameters, tape callers record through the
+        // tape's own recording pass: their closures record on the tape.)
+        _ if compiled.is_ok() && !signature.as_ref().is_some_and(|s| s.takes_functions()) => {
+            Bodies::Compiled
+        }
         _ if validated => match recording_pass(function, signature.as_ref(), errors) {
             Some(pass) => Bodies::Real(pass),
             None => Bodies::Stub,
@@ -270,9 +274,43 @@ fn compile(
     }
     let mut body = target.function.block.clone();
     relocate::body(&mut body);
-    let function = ir::lower(signature, &body).map_err(|u| (Some(u.span), u.message))?;
+    let closures_compiled = matches!(options.path, Some((EnginePath::Compiled, _)));
+    compile_body(signature, &body, closures_compiled)
+}
+
+/// Lowers and analyzes a relocated body, and the closures it passes to
+/// callees, each a function of its own.
+fn compile_body(
+    signature: &Signature,
+    body: &syn::Block,
+    closures_compiled: bool,
+) -> Result<emit::compiled::Compiled, (Option<Span>, String)> {
+    let function =
+        ir::lower(signature, body, closures_compiled).map_err(|u| (Some(u.span), u.message))?;
     let analysis = analyze::analyze(&function, signature).map_err(|u| (Some(u.span), u.message))?;
-    Ok(emit::compiled::Compiled { function, analysis })
+    let mut closures = Vec::new();
+    for closure in &function.closures {
+        let mut item = closure.item.clone();
+        relocate::one_deeper(&mut item);
+        let at = Some(closure.span);
+        let errors = Errors::default();
+        let signature = signature::analyze(&item, &closure.no_grad, &errors)
+            .filter(|_| errors.is_empty())
+            .ok_or((
+                at,
+                "this closure's parameters or result are not on the compiled path".to_string(),
+            ))?;
+        let compiled = compile_body(&signature, &item.block, closures_compiled)?;
+        closures.push(emit::compiled::ClosurePasses {
+            signature,
+            compiled,
+        });
+    }
+    Ok(emit::compiled::Compiled {
+        function,
+        analysis,
+        closures,
+    })
 }
 
 /// The environment variable that makes the macro say which engine each

@@ -26,6 +26,55 @@ use crate::types::shape_of;
 pub(crate) struct FnShape {
     pub params: Vec<Shape>,
     pub ret: Shape,
+    /// How the compiled passes call it, if they can.
+    pub compiled: Option<CompiledFn>,
+}
+
+/// A function parameter the compiled passes call: through an object with
+/// passes of its own (a caller's closure), each argument a real or a slice
+/// of reals, the result a real or a `Vec` of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CompiledFn {
+    pub args: Vec<FnValue>,
+    pub ret: FnValue,
+}
+
+/// An argument or the result of a [`CompiledFn`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FnValue {
+    /// `f64` (or `f32`).
+    Real,
+    /// `&[f64]`: an argument.
+    Slice,
+    /// `Vec<f64>`: a result.
+    Vec,
+}
+
+impl CompiledFn {
+    /// The compiled form of `Fn(inputs) -> output`, if it has one.
+    fn of<'a>(
+        inputs: impl IntoIterator<Item = &'a Type>,
+        output: &ReturnType,
+    ) -> Option<CompiledFn> {
+        let real = |ty: &Type| float_name(ty).is_some();
+        let args = inputs
+            .into_iter()
+            .map(|ty| match ty {
+                _ if real(ty) => Some(FnValue::Real),
+                Type::Reference(r) if r.mutability.is_none() => match &*r.elem {
+                    Type::Slice(slice) if real(&slice.elem) => Some(FnValue::Slice),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let ret = match output {
+            ReturnType::Type(_, ty) if real(ty) => FnValue::Real,
+            ReturnType::Type(_, ty) if crate::signature::vec_of_float(ty) => FnValue::Vec,
+            _ => return None,
+        };
+        Some(CompiledFn { args, ret })
+    }
 }
 
 /// The `Fn(..) -> ..` bound among `bounds`, as shapes.
@@ -47,6 +96,7 @@ fn fn_bound<'a>(bounds: impl IntoIterator<Item = &'a TypeParamBound>) -> Option<
                 ReturnType::Default => Shape::Inactive,
                 ReturnType::Type(_, ty) => shape_of(ty),
             },
+            compiled: CompiledFn::of(&args.inputs, &args.output),
         })
     })
 }

@@ -70,6 +70,19 @@ pub(crate) fn vjp_entry_module(name: &Ident) -> Ident {
 /// tangent (`f::jvp(.., &t).1`).
 pub(crate) const JVP_ENTRY_MODULE: &str = "__jvp";
 
+/// The module, in the implementation module, through which the compiled
+/// passes call the function parameter `index` (its traits, markers and
+/// passes taking the function as their first argument).
+pub(crate) fn function_param_module(index: usize) -> Ident {
+    quote::format_ident!("__deltad_fn{}", index)
+}
+
+/// The name under which a function's module exports
+/// [`function_param_module`] to callers passing closures.
+pub(crate) fn function_param_export(index: usize) -> Ident {
+    quote::format_ident!("__F{}", index)
+}
+
 pub(crate) mod items {
     pub const IMPL_MODULE: &str = "__deltad_impl";
     pub const GRAD: &str = "__DeltadGrad";

@@ -113,3 +113,33 @@ fn relocate_use(tree: &mut syn::UseTree) {
         _ => {}
     }
 }
+
+/// Moves an item whose paths are already relocated one more module down
+/// (a closure's function, compiled in a module of its own below the
+/// implementation module): every path starting with `super` gains one.
+pub(crate) fn one_deeper(item: &mut syn::ItemFn) {
+    Deeper.visit_item_fn_mut(item);
+}
+
+struct Deeper;
+
+impl VisitMut for Deeper {
+    fn visit_path_mut(&mut self, path: &mut Path) {
+        if path.leading_colon.is_none() && path.segments.first().is_some_and(|s| s.ident == "super")
+        {
+            path.segments.insert(0, parse_quote!(super));
+        }
+        syn::visit_mut::visit_path_mut(self, path);
+    }
+
+    fn visit_item_use_mut(&mut self, item: &mut syn::ItemUse) {
+        if let syn::UseTree::Path(path) = &item.tree {
+            if item.leading_colon.is_none() && path.ident == "super" {
+                let tree = item.tree.clone();
+                item.tree = parse_quote!(super::#tree);
+            }
+        }
+    }
+
+    fn visit_visibility_mut(&mut self, _vis: &mut syn::Visibility) {}
+}

@@ -83,7 +83,12 @@ pub(crate) enum ParamKind {
     InOut { value: Type, passing: Passing },
     /// A function (`f: F` with `F: Fn(f64) -> f64`, or `impl Fn`): called
     /// with dual values in the recording pass; no gradient field.
-    Function { params: Vec<Shape>, ret: Shape },
+    Function {
+        params: Vec<Shape>,
+        ret: Shape,
+        /// How the compiled passes call it, if they can.
+        compiled: Option<crate::functions::CompiledFn>,
+    },
     /// `#[no_grad]`: constant data, passed as is.
     Constant,
     /// No floats in the type: passed as is.
@@ -377,6 +382,7 @@ pub(crate) fn analyze(item: &ItemFn, no_grad: &[bool], errors: &Errors) -> Optio
             ParamKind::Function {
                 params: function.params,
                 ret: function.ret,
+                compiled: function.compiled,
             }
         } else if constant {
             ParamKind::Constant
@@ -576,7 +582,7 @@ pub(crate) fn float_name(ty: &Type) -> Option<String> {
 }
 
 /// True for `Vec<f64>` / `Vec<f32>` (also written with a path to `Vec`).
-fn vec_of_float(ty: &Type) -> bool {
+pub(crate) fn vec_of_float(ty: &Type) -> bool {
     let Type::Path(TypePath { qself: None, path }) = ty else {
         return false;
     };

@@ -162,8 +162,8 @@ pub mod __private {
         ActiveArg, ArrayParam, AsBuffer, AsTwin, Bits, ConstantArg, Cotangent, Discard, HeldAs,
         HeldLanes, HeldResult, HeldSink, HeldValue, KeptRange, KeptWhole, Lanes, LiftBuffer,
         NoRecord, OpaqueArg, OpaqueParam, PassActive, PassConstant, PassOwned, PlainParam,
-        RealParam, Record, Reserved, ResultBuffer, ResultUse, Reusing, ScalarSink, SliceParam,
-        SliceSink, Stack, Unvalued, Valued,
+        RealParam, Reborrow, Record, Reserved, ResultBuffer, ResultUse, Reusing, ScalarSink,
+        SliceParam, SliceSink, Stack, Unvalued, Valued,
     };
     pub use crate::compiled_call::{
         any_active, nested_forward, nested_reverse, CompiledCall, NESTED_FORWARD_MAX,

@@ -43,10 +43,11 @@ pub fn miss<G: Fn(&[f64]) -> Vec<f64>>(gradient: G) -> f64 {
     }
 }
 
-/// The miss with the force ∇p by reverse mode.
-#[differentiate]
+/// The miss with the force ∇p by reverse mode (the whole of it compiled:
+/// the closure too).
+#[differentiate(compiled)]
 pub fn miss_reverse(w: f64) -> f64 {
-    miss(|x: &[f64]| potential::grad(x, w).x)
+    miss(|x: &[f64]| -> Vec<f64> { potential::grad(x, w).x })
 }
 
 /// The miss with the force ∇p by forward mode (one tangent per coordinate).

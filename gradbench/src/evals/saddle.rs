@@ -16,12 +16,17 @@ pub fn saddle_f(p1: &[f64], p2: &[f64]) -> f64 {
     (p1[0] * p1[0] + p1[1] * p1[1]) - (p2[0] * p2[0] + p2[1] * p2[1])
 }
 
-/// max over p2 of f(p1, p2), the inner gradients by reverse mode.
-#[differentiate]
+/// max over p2 of f(p1, p2), the inner gradients by reverse mode (the
+/// whole of it compiled: the closures too).
+#[differentiate(compiled)]
 pub fn max_over_p2_reverse(p1: &[f64], #[no_grad] start: &[f64]) -> f64 {
-    let best = argmin(
+    let best: Vec<f64> = argmin(
         |p2: &[f64]| -saddle_f(p1, p2),
-        |p2: &[f64]| saddle_f::grad(p1, p2).p2.iter().map(|g| -g).collect(),
+        |p2: &[f64]| {
+            let g = saddle_f::grad(p1, p2).p2;
+            let descent: Vec<f64> = g.iter().map(|v| -v).collect();
+            descent
+        },
         start,
     );
     saddle_f(p1, &best)

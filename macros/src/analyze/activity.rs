@@ -83,6 +83,8 @@ pub(crate) fn is_active(expr: &Expr, active: &[bool]) -> bool {
         ExprKind::Call(call) => call.args.iter().any(|arg| match arg {
             CallArg::Value(value) => is_active(value, active),
             CallArg::Plain(_) => false,
+            // (A function may hold differentiated values it captured.)
+            CallArg::Function(_) => true,
             CallArg::Buffer(buffer) => active[buffer.var],
             CallArg::Struct { var, .. } => active[*var],
             CallArg::Literal { leaves, .. } => leaves.iter().any(|leaf| is_active(leaf, active)),

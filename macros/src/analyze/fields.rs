@@ -321,7 +321,7 @@ fn check_expr(
                     // (A field of a literal goes into the twin of the
                     // callee's type, which needs its type known.)
                     CallArg::Literal { leaves, .. } => leaves.iter().for_each(|e| child(e, false)),
-                    CallArg::Buffer(_) | CallArg::Struct { .. } => {}
+                    CallArg::Buffer(_) | CallArg::Struct { .. } | CallArg::Function(_) => {}
                 }
             }
             for e in expr.children() {

@@ -421,6 +421,9 @@ impl<'a> Planner<'a> {
                             }
                         }
                         CallArg::Buffer(buffer) => self.buffer(buffer, at, true),
+                        // (A function parameter; a closure's captures are
+                        // arguments of their own.)
+                        CallArg::Function(_) => {}
                         CallArg::Struct { var, index, .. } => {
                             self.reads.push(Read {
                                 var: *var,
@@ -765,7 +768,10 @@ impl<'a> Planner<'a> {
                         }
                         CallArg::Struct { var, .. } => settled &= self.positions.settled(*var, at),
                         // (The fields are variables read, as values are.)
-                        CallArg::Value(_) | CallArg::Plain(_) | CallArg::Literal { .. } => {}
+                        CallArg::Value(_)
+                        | CallArg::Plain(_)
+                        | CallArg::Literal { .. }
+                        | CallArg::Function(_) => {}
                     }
                 }
             }
@@ -1113,7 +1119,7 @@ pub(crate) fn active_operands(expr: &Expr, active: &[bool], f: &mut dyn FnMut(Va
             for arg in &call.args {
                 match arg {
                     CallArg::Value(value) => active_operands(value, active, f),
-                    CallArg::Plain(_) => {}
+                    CallArg::Plain(_) | CallArg::Function(_) => {}
                     CallArg::Buffer(buffer) if active[buffer.var] => f(buffer.var),
                     CallArg::Buffer(_) => {}
                     CallArg::Struct { var, .. } if active[*var] => f(*var),

@@ -72,6 +72,14 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
                 || (structured && matches!(p.kind, ParamKind::Structured { .. }))
                 || is_struct_param(&p.kind)
                 || crate::types::user_elements(&p.kind).is_some()
+                || (!structured
+                    && matches!(
+                        p.kind,
+                        ParamKind::Function {
+                            compiled: Some(_),
+                            ..
+                        }
+                    ))
         })
 }
 

@@ -183,9 +183,15 @@ pub(crate) fn module(
         Some(signature) => Generator::new(target, signature, compiled).items(bodies),
         None => TokenStream::new(),
     };
-    let exports = signature.map(|signature| exports(signature, &impl_module));
+    let exports = signature.map(|signature| exports(signature, &impl_module, compiled.is_some()));
+    // (A function taking functions has the compiled convention only on
+    // the compiled path: the tape's recording cannot take compiled
+    // closures.)
     let markers = signature
-        .filter(|signature| has_compiled_convention(signature))
+        .filter(|signature| {
+            has_compiled_convention(signature)
+                || (compiled.is_some() && signature.takes_functions())
+        })
         .map(compiled::Passes::markers);
     let output_alias = signature
         .filter(|signature| has_compiled_convention(signature))
@@ -215,27 +221,49 @@ pub(crate) fn module(
 }
 
 /// The public names of the generated items.
-fn exports(signature: &Signature, impl_module: &Ident) -> TokenStream {
+fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenStream {
     let name_of = |name: &str| Ident::new(name, Span::call_site());
     let record_fn = name_of(items::RECORD_FN);
     let record = quote! {
         #[doc(hidden)]
         pub use self::#impl_module::#record_fn as __record;
     };
+    let compiled_passes = |convention: bool| {
+        convention.then(|| {
+            let (fwd, adj) = (name_of(compiled::FWD_FN), name_of(compiled::ADJ_FN));
+            let keeps = compiled::keeps_exports(impl_module);
+            quote! {
+                #[doc(hidden)]
+                pub use self::#impl_module::#fwd as __fwd;
+                #[doc(hidden)]
+                pub use self::#impl_module::#adj as __adj;
+                #keeps
+            }
+        })
+    };
     if signature.takes_functions() {
-        return record;
+        // On the compiled path, for compiled callers passing closures: the
+        // passes and the modules of the function parameters.
+        let passes = compiled_passes(compiled);
+        let modules = signature
+            .params
+            .iter()
+            .enumerate()
+            .filter(|_| compiled)
+            .filter(|(_, p)| matches!(p.kind, crate::signature::ParamKind::Function { .. }))
+            .map(|(index, _)| {
+                let (module, export) = (
+                    crate::names::function_param_module(index),
+                    crate::names::function_param_export(index),
+                );
+                quote! {
+                    #[doc(hidden)]
+                    pub use self::#impl_module::#module as #export;
+                }
+            });
+        return quote!(#record #passes #(#modules)*);
     }
-    let compiled_passes = has_compiled_convention(signature).then(|| {
-        let (fwd, adj) = (name_of(compiled::FWD_FN), name_of(compiled::ADJ_FN));
-        let keeps = compiled::keeps_exports(impl_module);
-        quote! {
-            #[doc(hidden)]
-            pub use self::#impl_module::#fwd as __fwd;
-            #[doc(hidden)]
-            pub use self::#impl_module::#adj as __adj;
-            #keeps
-        }
-    });
+    let compiled_passes = compiled_passes(has_compiled_convention(signature));
     let (grad, grad_fn, value_and_grad_fn, vjp_fn, jacobian_fn, check_fn) = (
         name_of(items::GRAD),
         name_of(items::GRAD_FN),

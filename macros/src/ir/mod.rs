@@ -54,6 +54,25 @@ pub(crate) struct Function {
     /// For a function returning a user type: the result's fields, each a
     /// variable assigned by every `return` and the body's tail.
     pub result_struct: Option<StructValue>,
+    /// The closures the body passes to function parameters of its callees,
+    /// each a function of its own: [`FnArg::Closure`]'s `closure`.
+    pub closures: Vec<ClosureFn>,
+}
+
+/// A closure passed to a callee's function parameter, as the function the
+/// passes compile: its parameters, then one per variable it captures (the
+/// call passes them, [`FnArg::Closure`]'s `captures`), `#[no_grad]` where
+/// the captured variable is plain data.
+#[derive(Clone)]
+pub(crate) struct ClosureFn {
+    pub item: syn::ItemFn,
+    pub no_grad: Vec<bool>,
+    /// The callee (relocated) and its parameter the closure is given to.
+    pub callee: syn::Path,
+    pub param: usize,
+    /// The number of its own parameters (its captures follow).
+    pub own: usize,
+    pub span: Span,
 }
 
 impl Function {
@@ -179,6 +198,10 @@ pub(crate) enum VarKind {
     /// A buffer of values of a user type (`&[Particle]`): a parameter,
     /// read through its elements' fields.
     Structs,
+    /// A function parameter (`f: F` with `F: Fn(&[f64]) -> f64`): the
+    /// passes take it as an object with compiled passes of its own (a
+    /// caller's closure), which its calls call.
+    Function,
 }
 
 /// A loop, for `break` and `continue`.
@@ -440,6 +463,9 @@ pub(crate) enum CallArg {
         index: Option<Box<Expr>>,
         span: Span,
     },
+    /// A function: the caller's own function parameter passed on, or a
+    /// closure.
+    Function(FnArg),
     /// A local built by a struct literal (or a literal written in place),
     /// passed whole: the passes build its twin from the fields' variables,
     /// `leaves` (one variable read each, in the order of
@@ -449,6 +475,21 @@ pub(crate) enum CallArg {
         leaves: Vec<Expr>,
         /// Written `&q` (else `q` or `*q`: by value).
         by_ref: bool,
+        span: Span,
+    },
+}
+
+/// A function passed to a callee's function parameter.
+#[derive(Clone)]
+pub(crate) enum FnArg {
+    /// The function's own function parameter.
+    Param(VarId),
+    /// A closure written at the call: `Function::closures[closure]`, whose
+    /// captured variables are the call's arguments `captures` (after the
+    /// callee's own).
+    Closure {
+        closure: usize,
+        captures: Vec<usize>,
         span: Span,
     },
 }
@@ -569,6 +610,7 @@ impl Expr {
                         CallArg::Buffer(b) => b.each_bound(&mut |e| out.push(e)),
                         CallArg::Struct { index, .. } => out.extend(index.as_deref()),
                         CallArg::Literal { leaves, .. } => out.extend(leaves),
+                        CallArg::Function(_) => {}
                     }
                 }
             }

@@ -234,7 +234,7 @@ impl Analyzer<'_> {
 
     fn bind_param(&mut self, param: &Param) {
         self.bind(&param.pat, &param.kind.shape(), None);
-        if let (crate::signature::ParamKind::Function { params, ret }, Pat::Ident(ident)) =
+        if let (crate::signature::ParamKind::Function { params, ret, .. }, Pat::Ident(ident)) =
             (&param.kind, &param.pat)
         {
             if let Some(id) = self.lookup(&ident.ident.to_string()) {

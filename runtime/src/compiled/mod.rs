@@ -47,7 +47,7 @@ pub use opaque::{
 };
 pub use params::{
     lifted, machine_value, ArrayParam, Discard, PassActive, PassConstant, PassOwned, PlainParam,
-    RealParam, ScalarSink, SliceParam, SliceSink,
+    RealParam, Reborrow, ScalarSink, SliceParam, SliceSink,
 };
 pub use result_use::{ResultUse, Unvalued, Valued};
 pub use reusing::Reusing;

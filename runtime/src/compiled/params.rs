@@ -304,6 +304,40 @@ impl<S: Scalar> SliceSink<S> for Discard<S> {
     }
 }
 
+/// A sink lent for one call by its holder (a closure's captured variable's
+/// sink, which the closure's adjoint takes at every call).
+pub struct Reborrow<'a, K>(pub &'a mut K);
+
+impl<S, K: ScalarSink<S>> ScalarSink<S> for Reborrow<'_, K> {
+    #[inline(always)]
+    fn add(&mut self, adjoint: S) {
+        self.0.add(adjoint)
+    }
+    #[inline(always)]
+    fn discards(&self) -> bool {
+        self.0.discards()
+    }
+}
+
+impl<S, K: SliceSink<S>> SliceSink<S> for Reborrow<'_, K> {
+    type Part<'b>
+        = K::Part<'b>
+    where
+        Self: 'b;
+    #[inline(always)]
+    fn at(&mut self, index: usize) -> &mut S {
+        self.0.at(index)
+    }
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    #[inline(always)]
+    fn part(&mut self, start: usize, end: usize) -> K::Part<'_> {
+        self.0.part(start, end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

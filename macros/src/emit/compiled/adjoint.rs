@@ -808,7 +808,7 @@ impl Passes<'_> {
     pub(crate) fn rev_call(&self, call: &crate::ir::Call, adjoint: TokenStream) -> TokenStream {
         let (s, a) = (&self.scalar, &self.cotangent);
         let adj = self.callee(&call.path, "__adj");
-        let args = self.call_args(call, Side::Adjoint);
+        let values = self.call_arg_values(call, Side::Adjoint);
         let stack = names::stack();
         let mut before = Vec::new();
         let mut sinks = Vec::new();
@@ -904,8 +904,11 @@ impl Passes<'_> {
         // keeping its values, right before its adjoint.
         let rerun = call.checkpoint.then(|| {
             let fwd = self.callee(&call.path, "__fwd");
+            let args = self.call_args(call, Side::Adjoint);
             quote!(let _ = #fwd(&mut *#stack, #(#args),*);)
         });
+        // (Closures take their captures' sinks.)
+        let (args, sinks) = self.callee_args(call, &values, Side::Adjoint, Some(&sinks));
         quote! {
             {
                 #(#before)*

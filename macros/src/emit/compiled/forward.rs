@@ -1076,9 +1076,10 @@ impl Passes<'_> {
                         quote!(&#name)
                     }
                 }
-                CallArg::Plain(_) | CallArg::Buffer(_) | CallArg::Struct { .. } => {
-                    quote!(#as_written)
-                }
+                CallArg::Plain(_)
+                | CallArg::Buffer(_)
+                | CallArg::Struct { .. }
+                | CallArg::Function(_) => quote!(#as_written),
                 // (The local is its fields here: the value is built again,
                 // by reference where it was passed by reference.)
                 CallArg::Literal { value, by_ref, .. } => {
@@ -1097,12 +1098,20 @@ impl Passes<'_> {
     /// The arguments of a call of a callee's compiled pass, each converted
     /// by the callee's parameter marker.
     pub(crate) fn call_args(&self, call: &crate::ir::Call, side: Side) -> Vec<TokenStream> {
+        let values = self.call_arg_values(call, side);
+        self.callee_args(call, &values, side, None).0
+    }
+
+    /// Each argument of a call (by `call.args`) converted by its
+    /// parameter's marker (nothing for a function: see `callee_args`).
+    pub(crate) fn call_arg_values(&self, call: &crate::ir::Call, side: Side) -> Vec<TokenStream> {
         let s = &self.scalar;
         call.args
             .iter()
             .enumerate()
             .map(|(i, arg)| {
                 let (value, active, buffer, span) = match arg {
+                    CallArg::Function(_) => return TokenStream::new(),
                     CallArg::Value(value) => (
                         self.value(value, side),
                         self.is_active(value),
@@ -1148,9 +1157,7 @@ impl Passes<'_> {
                         (borrowed, self.active(*var), false, *span)
                     }
                 };
-                let marker = format_ident!("__P{}", i, span = span);
-                let path = &call.path;
-                let marker = quote_spanned!(span=> #path::#marker);
+                let marker = self.marker(call, i, span);
                 // A constant buffer the caller owns, passed by value: its
                 // copy lifted into a slot the call holds (or given as it is
                 // to a `#[no_grad]` parameter).

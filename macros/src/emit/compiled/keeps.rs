@@ -121,11 +121,21 @@ pub(crate) fn exports(impl_module: &Ident) -> TokenStream {
 /// The consts of a callee whose forward pass keeps nothing, in its
 /// module (a derivative's entry: `nested_entries.rs`).
 pub(crate) fn exports_nothing() -> TokenStream {
+    exports_known(false)
+}
+
+/// The consts of a callee whose forward pass may keep something, which
+/// the macro cannot see (a function parameter: `functions.rs`).
+pub(crate) fn exports_something() -> TokenStream {
+    exports_known(true)
+}
+
+fn exports_known(keeps: bool) -> TokenStream {
     let exports = (0..LEVELS).map(|level| {
         let export = level_export(level);
         quote! {
             #[doc(hidden)]
-            pub const #export: bool = false;
+            pub const #export: bool = #keeps;
         }
     });
     quote!(#(#exports)*)

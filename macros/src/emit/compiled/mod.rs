@@ -18,6 +18,7 @@ use syn::Ident;
 use crate::analyze::Analysis;
 use crate::ir::{Function, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
+use values::Side;
 
 pub(crate) use keeps::{
     exports as keeps_exports, exports_nothing as keeps_exports_false, keeps_const, keeps_something,
@@ -28,6 +29,7 @@ mod adjoint;
 mod adjoint_expr;
 mod checkpoint;
 mod forward;
+mod functions;
 mod keeps;
 mod kept;
 mod narrow;
@@ -53,6 +55,15 @@ pub(crate) enum Recording {
 pub(crate) struct Compiled {
     pub function: Function,
     pub analysis: Analysis,
+    /// The closures it passes to callees' function parameters, compiled
+    /// (`Function::closures`, in order).
+    pub closures: Vec<ClosurePasses>,
+}
+
+/// A closure passed to a callee, as a compiled function.
+pub(crate) struct ClosurePasses {
+    pub signature: Signature,
+    pub compiled: Compiled,
 }
 
 /// The pieces shared by both passes.
@@ -60,6 +71,8 @@ pub(crate) struct Passes<'a> {
     pub function: &'a Function,
     pub analysis: &'a Analysis,
     pub signature: &'a Signature,
+    /// The closures the body passes to callees, compiled.
+    pub closures: &'a [ClosurePasses],
     /// The scalar type parameter.
     pub scalar: Ident,
     /// The adjoints' type parameter: the scalar itself, or several adjoints
@@ -132,6 +145,7 @@ impl<'a> Passes<'a> {
             function: &compiled.function,
             analysis: &compiled.analysis,
             signature,
+            closures: &compiled.closures,
             scalar: Ident::new("__DeltadS", Span::call_site()),
             cotangent: Ident::new("__DeltadA", Span::call_site()),
             prim: signature.precision.ident(Span::call_site()),
@@ -234,8 +248,9 @@ impl<'a> Passes<'a> {
     }
 
     /// The compiled passes' parameter list: differentiated reals as `S`,
-    /// differentiated buffers as `&[S]`, others as written.
-    fn params(&self) -> Vec<TokenStream> {
+    /// differentiated buffers as `&[S]`, functions as objects with passes
+    /// (`functions.rs`), others as written.
+    fn params(&self, side: Side) -> Vec<TokenStream> {
         let s = &self.scalar;
         self.signature
             .params
@@ -253,6 +268,13 @@ impl<'a> Passes<'a> {
                     ParamKind::Structured { .. } => {
                         let borrowed = struct_generic(index);
                         quote!(#name: #borrowed)
+                    }
+                    ParamKind::Function { .. } => {
+                        let generic = functions::function_generic(index);
+                        match side {
+                            Side::Forward => quote!(#name: &#generic),
+                            Side::Adjoint => quote!(#name: &mut #generic),
+                        }
                     }
                     _ => {
                         let ty = flat_param_type(param, s);
@@ -349,9 +371,13 @@ impl<'a> Passes<'a> {
     pub(crate) fn items(&self) -> (TokenStream, Keeps) {
         let (s, a) = (&self.scalar, &self.cotangent);
         let prim = &self.prim;
-        let params = self.params();
+        let params = self.params(Side::Forward);
+        let adj_params = self.params(Side::Adjoint);
         let mut generics = self.user_generics();
         generics.extend(self.struct_generics());
+        let mut adj_generics = generics.clone();
+        generics.extend(self.function_generics(Side::Forward));
+        adj_generics.extend(self.function_generics(Side::Adjoint));
         let where_clause = &self.signature.where_clause;
         let (fwd_fn, adj_fn) = (
             Ident::new(FWD_FN, Span::call_site()),
@@ -369,13 +395,18 @@ impl<'a> Passes<'a> {
         let keeps_consts = keeps.consts();
         let adjoint = self.adjoint_body();
         let (output, output_adjoint) = (self.output_type(), self.output_adjoint_type());
-        let sink_types: Vec<Ident> = (0..self.signature.params.len())
+        // (A function parameter has no sink: its adjoint adds into its
+        // captures' own.)
+        let sinks_of: Vec<usize> = (0..self.signature.params.len())
+            .filter(|&i| !matches!(self.signature.params[i].kind, ParamKind::Function { .. }))
+            .collect();
+        let sink_types: Vec<Ident> = sinks_of
+            .iter()
             .map(|i| format_ident!("__DeltadK{}", i))
             .collect();
-        let sink_bounds = self
-            .signature
-            .params
+        let sink_bounds = sinks_of
             .iter()
+            .map(|&i| &self.signature.params[i])
             .zip(&sink_types)
             .map(|(param, ty)| match &param.kind {
                 kind if crate::types::user_elements(kind).is_some() => {
@@ -392,7 +423,7 @@ impl<'a> Passes<'a> {
                     quote!(#ty #bound)
                 }
             });
-        let sinks = sink_types.iter().enumerate().map(|(i, ty)| {
+        let sinks = sinks_of.iter().zip(&sink_types).map(|(&i, ty)| {
             let name = sink(i);
             quote!(mut #name: #ty)
         });
@@ -445,8 +476,12 @@ impl<'a> Passes<'a> {
         };
         let valued_entry = entry(&fwd_fn, quote!(::deltad::__private::Valued));
         let unvalued_entry = entry(&fwd_unvalued_fn, quote!(::deltad::__private::Unvalued));
+        let function_modules = self.function_param_modules();
+        let closure_items = self.closure_items();
         let items = quote! {
             #keeps_consts
+            #function_modules
+            #closure_items
 
             #[doc(hidden)]
             #inline
@@ -465,9 +500,9 @@ impl<'a> Passes<'a> {
             #[doc(hidden)]
             #inline
             #[allow(unused_mut, unused_variables, unused_parens, unreachable_code, clippy::all)]
-            pub fn #adj_fn<#(#generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#sink_bounds),*>(
+            pub fn #adj_fn<#(#adj_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
-                #(#params,)*
+                #(#adj_params,)*
                 #out: #output_adjoint,
                 #(#sinks),*
             ) #where_clause {

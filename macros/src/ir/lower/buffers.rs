@@ -93,6 +93,10 @@ impl Lowerer {
                 }
             }
             SynExpr::Call(call) => {
+                if let Some(crate::ir::FnArg::Param(var)) = self.function_param_arg(&call.func) {
+                    let call = self.function_param_call(call, var, out)?;
+                    return Ok(Expr::new(ExprKind::Call(call), span));
+                }
                 if let Some(call) = self.user_call(call, out)? {
                     return Ok(Expr::new(ExprKind::Call(call), span));
                 }

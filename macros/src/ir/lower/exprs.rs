@@ -8,7 +8,7 @@ use syn::Expr as SynExpr;
 use super::stmts::{is_control_flow, strip};
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::{
-    ArithOp, BufferRef, Call, CallArg, Expr, ExprKind, Math, NewBuffer, Origin, Primitive,
+    ArithOp, BufferRef, Call, CallArg, Expr, ExprKind, FnArg, Math, NewBuffer, Origin, Primitive,
     StmtKind, VarId, VarKind,
 };
 
@@ -395,6 +395,11 @@ impl Lowerer {
                 let args: Vec<SynExpr> = call.args.iter().cloned().collect();
                 return self.call_closure(&def, &args, span, out);
             }
+            if let Some(FnArg::Param(var)) = self.function_param_arg(&call.func) {
+                let call_ir = self.function_param_call(call, var, out)?;
+                let temp = self.let_temp(Expr::new(ExprKind::Call(call_ir), span), span, out);
+                return Ok(Expr::new(ExprKind::Var(temp), span));
+            }
             return Err(Unsupported::new(
                 span,
                 "calling a function value is not on the compiled path yet",
@@ -490,52 +495,32 @@ impl Lowerer {
             ));
         }
         let mut args = Vec::new();
-        for arg in &call.args {
-            if let Some(value) = self.literal_arg(arg, out)? {
-                let leaves = value
-                    .leaves()
-                    .into_iter()
-                    .map(|(_, var)| Expr::new(ExprKind::Var(var), arg.span()))
-                    .collect();
-                args.push(CallArg::Literal {
-                    value,
-                    leaves,
-                    by_ref: matches!(strip(arg), SynExpr::Reference(_)),
-                    span: arg.span(),
-                });
+        let mut captures = Vec::new();
+        for (param, arg) in call.args.iter().enumerate() {
+            if self.function_param_arg(arg).is_some() {
+                return Err(Unsupported::new(
+                    arg.span(),
+                    "passing a function parameter on to another function is not on the compiled path yet",
+                ));
+            }
+            if let Some(closure) = self.closure_arg(arg, path, param)? {
+                args.push(CallArg::Function(FnArg::Closure {
+                    closure: closure.closure,
+                    captures: Vec::new(),
+                    span: closure.span,
+                }));
+                captures.push((param, closure.captures));
                 continue;
             }
-            if let Some((var, index)) = self.struct_arg(arg, out)? {
-                args.push(CallArg::Struct {
-                    var,
-                    index: index.map(Box::new),
-                    span: arg.span(),
-                });
-                continue;
+            args.push(self.call_arg(arg, out)?);
+        }
+        // A closure's captures: arguments after the callee's own.
+        for (param, taken) in captures {
+            let range = args.len()..args.len() + taken.len();
+            args.extend(taken);
+            if let CallArg::Function(FnArg::Closure { captures, .. }) = &mut args[param] {
+                *captures = range.collect();
             }
-            if let Some(buffer) = self.buffer_ref(arg, out)? {
-                args.push(CallArg::Buffer(buffer));
-                continue;
-            }
-            // `[a, b, c]` by value, and `&[a, b, c]` with differentiated
-            // elements: a buffer of its own.
-            if let Some(buffer) = self.literal_buffer_arg(arg, out)? {
-                args.push(CallArg::Buffer(buffer));
-                continue;
-            }
-            if let SynExpr::Reference(reference) = strip(arg) {
-                if reference.mutability.is_some() {
-                    return Err(Unsupported::new(
-                        arg.span(),
-                        "`&mut` arguments are not on the compiled path yet",
-                    ));
-                }
-                // A reference to plain data (`&data`): passed as written.
-                let value = self.opaque(arg)?;
-                args.push(CallArg::Plain(value));
-                continue;
-            }
-            args.push(CallArg::Value(self.expr(arg, out)?));
         }
         reject_struct_passed_twice(&args)?;
         Ok(Some(Call {
@@ -545,6 +530,87 @@ impl Lowerer {
             written: Box::new(SynExpr::Call(call.clone())),
             read: Vec::new(),
         }))
+    }
+
+    /// A call of the function parameter `var` (`f(&x)`): a call of the
+    /// generated module through which the passes call it, the function
+    /// its first argument.
+    pub(super) fn function_param_call(
+        &mut self,
+        call: &syn::ExprCall,
+        var: VarId,
+        out: &mut Vec<crate::ir::Stmt>,
+    ) -> Lowered<Call> {
+        let Origin::Param(index) = self.vars[var].origin else {
+            unreachable!("function variables are parameters");
+        };
+        let mut args = vec![CallArg::Function(FnArg::Param(var))];
+        for arg in &call.args {
+            args.push(self.call_arg(arg, out)?);
+        }
+        if let Some(value) = args.iter().find_map(|arg| match arg {
+            CallArg::Struct { span, .. } | CallArg::Literal { span, .. } => Some(*span),
+            _ => None,
+        }) {
+            return Err(Unsupported::new(
+                value,
+                "function parameters are on the compiled path when they take reals and slices of reals",
+            ));
+        }
+        let module = crate::names::function_param_module(index);
+        Ok(Call {
+            path: syn::parse_quote!(#module),
+            checkpoint: false,
+            args,
+            written: Box::new(SynExpr::Call(call.clone())),
+            read: Vec::new(),
+        })
+    }
+
+    /// One argument of a call of a function deltad may differentiate.
+    fn call_arg(&mut self, arg: &SynExpr, out: &mut Vec<crate::ir::Stmt>) -> Lowered<CallArg> {
+        {
+            if let Some(value) = self.literal_arg(arg, out)? {
+                let leaves = value
+                    .leaves()
+                    .into_iter()
+                    .map(|(_, var)| Expr::new(ExprKind::Var(var), arg.span()))
+                    .collect();
+                return Ok(CallArg::Literal {
+                    value,
+                    leaves,
+                    by_ref: matches!(strip(arg), SynExpr::Reference(_)),
+                    span: arg.span(),
+                });
+            }
+        }
+        if let Some((var, index)) = self.struct_arg(arg, out)? {
+            return Ok(CallArg::Struct {
+                var,
+                index: index.map(Box::new),
+                span: arg.span(),
+            });
+        }
+        if let Some(buffer) = self.buffer_ref(arg, out)? {
+            return Ok(CallArg::Buffer(buffer));
+        }
+        // `[a, b, c]` by value, and `&[a, b, c]` with differentiated
+        // elements: a buffer of its own.
+        if let Some(buffer) = self.literal_buffer_arg(arg, out)? {
+            return Ok(CallArg::Buffer(buffer));
+        }
+        if let SynExpr::Reference(reference) = strip(arg) {
+            if reference.mutability.is_some() {
+                return Err(Unsupported::new(
+                    arg.span(),
+                    "`&mut` arguments are not on the compiled path yet",
+                ));
+            }
+            // A reference to plain data (`&data`): passed as written.
+            let value = self.opaque(arg)?;
+            return Ok(CallArg::Plain(value));
+        }
+        Ok(CallArg::Value(self.expr(arg, out)?))
     }
 
     /// True if `expr` reads a variable of the body (else it is constant

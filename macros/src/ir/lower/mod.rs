@@ -22,6 +22,7 @@ use crate::signature::{ParamKind, Signature};
 
 mod buffers;
 mod chains;
+mod closure_args;
 mod closures;
 mod exprs;
 mod loops;
@@ -51,7 +52,13 @@ impl Unsupported {
 pub(crate) type Lowered<T> = Result<T, Unsupported>;
 
 /// Lowers `body` (relocated) of a function with `signature`.
-pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Function> {
+/// `closures_compiled`: closures passed to callees' function parameters
+/// are compiled (else they are [`Unsupported`]).
+pub(crate) fn lower(
+    signature: &Signature,
+    body: &syn::Block,
+    closures_compiled: bool,
+) -> Lowered<Function> {
     let mut lowerer = Lowerer {
         vars: Vec::new(),
         scopes: vec![Vec::new()],
@@ -62,6 +69,8 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         next_block: 0,
         by_ref: HashSet::new(),
         closures: closures::Closures::new(),
+        closure_fns: Vec::new(),
+        closures_compiled,
         returns_buffer: signature.buffer_output().is_some(),
         precision: signature.precision,
         plain: HashSet::new(),
@@ -106,11 +115,14 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
                     "`&mut` parameters are not on the compiled path yet",
                 ))
             }
-            ParamKind::Function { .. } => {
-                return Err(Unsupported::new(
-                    param.ty.span(),
-                    "function parameters are not on the compiled path yet",
-                ))
+            ParamKind::Function { compiled, .. } => {
+                if compiled.is_none() {
+                    return Err(Unsupported::new(
+                        param.ty.span(),
+                        "function parameters are on the compiled path when they take reals and slices of reals and return a real or a `Vec` of reals",
+                    ));
+                }
+                VarKind::Function
             }
         };
         let (mutable, name) = match &param.pat {
@@ -216,6 +228,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         block_count: lowerer.next_block,
         fields: lowerer.fields,
         result_struct,
+        closures: lowerer.closure_fns,
     })
 }
 
@@ -270,6 +283,10 @@ pub(super) struct Lowerer {
     by_ref: HashSet<VarId>,
     /// The closures of the body (inlined where called).
     closures: closures::Closures,
+    /// The closures passed to callees' function parameters, as functions.
+    closure_fns: Vec<crate::ir::ClosureFn>,
+    /// Closures passed to callees are compiled (`closure_args.rs`).
+    closures_compiled: bool,
     /// The function's result is a buffer (`Vec` or array of reals).
     returns_buffer: bool,
     /// The function's machine float.

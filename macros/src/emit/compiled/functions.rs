@@ -1,0 +1,347 @@
+//! Functions passed as values between compiled passes.
+//!
+//! A function parameter `f: F` (`F: Fn(&[f64]) -> f64`) is taken by the
+//! passes as an object with passes of its own: the forward pass takes
+//! `&impl Fwd<S>`, the adjoint `&mut impl Adj<S, A>`, traits the callee
+//! declares in a module per such parameter (`__deltad_fn{i}`, exported as
+//! `__F{i}`), with the convention of a callee (markers, `__Out`, keeps
+//! consts, `__fwd`/`__adj` taking the function first): so a call `f(&x)`
+//! is an ordinary call for every analysis.
+//!
+//! A caller passing a closure compiles it as a function of its own (its
+//! parameters, then its captured variables: `ClosurePasses`) in a module
+//! `__deltad_closure{n}`, with two structs holding the captures' values
+//! (`Fwd`) and also their adjoints' sinks (`Adj`), which implement the
+//! callee's traits by calling the closure's passes.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
+
+use super::{flat_sink_bound, keeps, Passes, Side};
+use crate::functions::{CompiledFn, FnValue};
+use crate::ir::{Call, CallArg, FnArg};
+use crate::signature::ParamKind;
+
+/// The argument and result types of a function value's passes, on reals
+/// `s`.
+fn value_type(value: FnValue, s: &TokenStream) -> TokenStream {
+    match value {
+        FnValue::Real => quote!(#s),
+        FnValue::Slice => quote!(&[#s]),
+        FnValue::Vec => quote!(::std::vec::Vec<#s>),
+    }
+}
+
+/// The bound of the sink of an argument's adjoint.
+fn sink_bound(value: FnValue, a: &TokenStream) -> TokenStream {
+    match value {
+        FnValue::Real => quote!(::deltad::__private::ScalarSink<#a>),
+        _ => quote!(::deltad::__private::SliceSink<#a>),
+    }
+}
+
+/// The generic type through which the passes take function parameter
+/// `index`.
+pub(crate) fn function_generic(index: usize) -> Ident {
+    format_ident!("__DeltadF{}", index)
+}
+
+impl Passes<'_> {
+    /// The function parameters the passes call: index and shape.
+    fn function_params(&self) -> impl Iterator<Item = (usize, &CompiledFn)> {
+        self.signature
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(index, param)| match &param.kind {
+                ParamKind::Function {
+                    compiled: Some(shape),
+                    ..
+                } => Some((index, shape)),
+                _ => None,
+            })
+    }
+
+    /// The generic parameters of the function parameters, with the trait
+    /// of the forward pass or of the adjoint.
+    pub(crate) fn function_generics(&self, side: Side) -> Vec<TokenStream> {
+        let (s, a) = (&self.scalar, &self.cotangent);
+        self.function_params()
+            .map(|(index, _)| {
+                let generic = function_generic(index);
+                let module = crate::names::function_param_module(index);
+                match side {
+                    Side::Forward => quote!(#generic: #module::Fwd<#s>),
+                    Side::Adjoint => quote!(#generic: #module::Adj<#s, #a>),
+                }
+            })
+            .collect()
+    }
+
+    /// The modules of the function parameters (see the module's docs).
+    pub(crate) fn function_param_modules(&self) -> TokenStream {
+        let prim = &self.prim;
+        let modules = self.function_params().map(|(index, shape)| {
+            let module = crate::names::function_param_module(index);
+            let (s, a) = (quote!(S), quote!(A));
+            let markers = shape.args.iter().enumerate().map(|(k, value)| {
+                let name = format_ident!("__P{}", k + 1);
+                let marker = match value {
+                    FnValue::Real => quote!(::deltad::__private::RealParam),
+                    _ => quote!(::deltad::__private::SliceParam),
+                };
+                quote!(#[doc(hidden)] pub type #name = #marker;)
+            });
+            let out = value_type(shape.ret, &s);
+            let names: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("a{}", k)).collect();
+            let sinks: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("j{}", k)).collect();
+            let sink_types: Vec<Ident> =
+                (0..shape.args.len()).map(|k| format_ident!("J{}", k)).collect();
+            let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
+            let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
+            let keeps = keeps::exports_something();
+            quote! {
+                #[doc(hidden)]
+                pub mod #module {
+                    #[doc(hidden)]
+                    pub type __P0 = ::deltad::__private::PlainParam;
+                    #(#markers)*
+                    #[doc(hidden)]
+                    pub type __Out<S> = #out;
+                    #keeps
+
+                    /// The forward pass of a function value.
+                    pub trait Fwd<S: ::deltad::__private::Scalar<Prim = #prim>> {
+                        /// Its forward pass.
+                        fn __fwd<R: ::deltad::__private::Record<S>>(&self, rec: &mut R, #(#names: #types),*) -> __Out<S>;
+                    }
+
+                    /// The adjoint of a function value.
+                    pub trait Adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>>: Fwd<S> {
+                        /// Its adjoint.
+                        fn __adj<#(#sink_types: #bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<S>, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*);
+                    }
+
+                    #[doc(hidden)]
+                    #[inline(always)]
+                    pub fn __fwd<S: ::deltad::__private::Scalar<Prim = #prim>, R: ::deltad::__private::Record<S>, F: Fwd<S>>(rec: &mut R, f: &F, #(#names: #types),*) -> __Out<S> {
+                        f.__fwd(rec, #(#names),*)
+                    }
+
+                    #[doc(hidden)]
+                    #[inline(always)]
+                    pub fn __adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>, F: Adj<S, A>, #(#sink_types: #bounds),*>(stack: &mut ::deltad::__private::Stack<S>, f: &mut F, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*) {
+                        f.__adj(stack, #(#names,)* out, #(#sinks),*)
+                    }
+                }
+            }
+        });
+        quote!(#(#modules)*)
+    }
+
+    /// The marker path of the call's argument `i`: the callee's, or for a
+    /// closure's capture the closure function's.
+    pub(crate) fn marker(&self, call: &Call, i: usize, span: Span) -> TokenStream {
+        for arg in &call.args {
+            if let CallArg::Function(FnArg::Closure {
+                closure, captures, ..
+            }) = arg
+            {
+                if let Some(k) = captures.iter().position(|&c| c == i) {
+                    let module = closure_module(*closure);
+                    let own = own_params(&self.function.closures[*closure]);
+                    let marker = format_ident!("__P{}", own + k, span = span);
+                    return quote_spanned!(span=> #module::#marker);
+                }
+            }
+        }
+        let marker = format_ident!("__P{}", i, span = span);
+        let path = &call.path;
+        quote_spanned!(span=> #path::#marker)
+    }
+
+    /// The arguments of the callee's pass from each argument's value
+    /// (`values`, by `call.args`): the captures of closures go into the
+    /// closures' structs, in place of the closures; with `sinks` (the
+    /// adjoint's call, by `call.args`), the closures take their captures'
+    /// sinks too, and the sinks the callee takes are returned.
+    pub(crate) fn callee_args(
+        &self,
+        call: &Call,
+        values: &[TokenStream],
+        side: Side,
+        sinks: Option<&[TokenStream]>,
+    ) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let captured: Vec<usize> = call
+            .args
+            .iter()
+            .flat_map(|arg| match arg {
+                CallArg::Function(FnArg::Closure { captures, .. }) => captures.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let mut args = Vec::new();
+        let mut callee_sinks = Vec::new();
+        for (i, arg) in call.args.iter().enumerate() {
+            if captured.contains(&i) {
+                continue;
+            }
+            match arg {
+                CallArg::Function(FnArg::Param(var)) => {
+                    let name = self.name(*var);
+                    args.push(match (side, sinks) {
+                        (Side::Adjoint, Some(_)) => quote!(&mut *#name),
+                        _ => quote!(&*#name),
+                    });
+                }
+                CallArg::Function(FnArg::Closure {
+                    closure,
+                    captures,
+                    span,
+                }) => {
+                    let module = closure_module(*closure);
+                    let fields = (0..captures.len()).map(|k| format_ident!("c{}", k));
+                    let captured = captures.iter().map(|&c| &values[c]);
+                    args.push(match sinks {
+                        Some(sinks) => {
+                            let sink_fields = (0..captures.len()).map(|k| format_ident!("k{}", k));
+                            let capture_sinks = captures.iter().map(|&c| &sinks[c]);
+                            quote_spanned!(*span=> &mut #module::Adj { #(#fields: #captured,)* #(#sink_fields: #capture_sinks,)* })
+                        }
+                        None => quote_spanned!(*span=> &#module::Fwd { #(#fields: #captured),* }),
+                    });
+                }
+                _ => {
+                    args.push(values[i].clone());
+                    if let Some(sinks) = sinks {
+                        callee_sinks.push(sinks[i].clone());
+                    }
+                }
+            }
+        }
+        (args, callee_sinks)
+    }
+
+    /// The modules of the closures the body passes to callees, and the
+    /// implementations of the callees' traits for their structs.
+    pub(crate) fn closure_items(&self) -> TokenStream {
+        let items = self.closures.iter().enumerate().map(|(n, closure)| {
+            let passes = Passes::new(&closure.compiled, &closure.signature);
+            let (items, _) = passes.items();
+            let markers = Passes::markers(&closure.signature);
+            let def = &self.function.closures[n];
+            let module = closure_module(n);
+            let captures = closure.signature.params.len() - own_params(def);
+            let c: Vec<Ident> = (0..captures).map(|k| format_ident!("C{}", k)).collect();
+            let k: Vec<Ident> = (0..captures).map(|k| format_ident!("K{}", k)).collect();
+            let c_fields: Vec<Ident> = (0..captures).map(|k| format_ident!("c{}", k)).collect();
+            let k_fields: Vec<Ident> = (0..captures).map(|k| format_ident!("k{}", k)).collect();
+            let trait_impls = self.closure_impls(n, &passes);
+            quote! {
+                #[doc(hidden)]
+                #[allow(non_snake_case, unused_imports)]
+                pub mod #module {
+                    use super::*;
+                    use ::deltad::__private::methods::*;
+                    use ::core::iter::{Iterator as _, IntoIterator as _, DoubleEndedIterator as _, ExactSizeIterator as _};
+                    use ::core::clone::Clone as _;
+                    #items
+                    #markers
+                    #[doc(hidden)]
+                    pub struct Fwd<#(#c),*> { #(pub #c_fields: #c),* }
+                    #[doc(hidden)]
+                    pub struct Adj<#(#c,)* #(#k),*> { #(pub #c_fields: #c,)* #(pub #k_fields: #k),* }
+                }
+                #trait_impls
+            }
+        });
+        quote!(#(#items)*)
+    }
+
+    /// The implementations of the callee's traits for closure `n`'s
+    /// structs: its own parameters then its captures, given to its passes.
+    fn closure_impls(&self, n: usize, passes: &Passes<'_>) -> TokenStream {
+        let def = &self.function.closures[n];
+        let signature = passes.signature;
+        let module = closure_module(n);
+        let own = own_params(def);
+        let callee = &def.callee;
+        let traits = crate::names::function_param_export(def.param);
+        let prim = &self.prim;
+        let (s, a) = (quote!(__DeltadS), quote!(__DeltadA));
+        let (s_ident, a_ident) = (
+            Ident::new("__DeltadS", Span::call_site()),
+            Ident::new("__DeltadA", Span::call_site()),
+        );
+        let numbered = |prefix: &str, count: usize| -> Vec<Ident> {
+            (0..count)
+                .map(|k| format_ident!("{}{}", prefix, k))
+                .collect()
+        };
+        let (own_params, capture_params) = signature.params.split_at(own);
+        // The types of the captures in the structs, and of the closure's
+        // own parameters: as the closure's passes take them.
+        let capture_types: Vec<TokenStream> = capture_params
+            .iter()
+            .map(|param| super::flat_param_type(param, &s_ident))
+            .collect();
+        let k_types = numbered("K", capture_params.len());
+        let capture_bounds: Vec<TokenStream> = capture_params
+            .iter()
+            .zip(&k_types)
+            .map(|(param, ty)| {
+                let bound = flat_sink_bound(&param.kind, &a_ident);
+                quote!(#ty #bound)
+            })
+            .collect();
+        let own_types: Vec<TokenStream> = own_params
+            .iter()
+            .map(|param| super::flat_param_type(param, &s_ident))
+            .collect();
+        let own_bounds: Vec<TokenStream> = own_params
+            .iter()
+            .map(|param| flat_sink_bound(&param.kind, &a_ident))
+            .collect();
+        let (own_names, own_sinks, own_sink_types) =
+            (numbered("a", own), numbered("j", own), numbered("J", own));
+        let (c_fields, k_fields) = (
+            numbered("c", capture_params.len()),
+            numbered("k", capture_params.len()),
+        );
+        let span = def.span;
+        let fwd_trait = quote_spanned!(span=> #callee::#traits::Fwd);
+        let adj_trait = quote_spanned!(span=> #callee::#traits::Adj);
+        let out = quote!(#callee::#traits::__Out);
+        let forward = quote! {
+            #[inline(always)]
+            fn __fwd<__DeltadR: ::deltad::__private::Record<#s>>(&self, rec: &mut __DeltadR, #(#own_names: #own_types),*) -> #out<#s> {
+                #module::__deltad_fwd(rec, #(#own_names,)* #(self.#c_fields),*)
+            }
+        };
+        quote! {
+            impl<#s: ::deltad::__private::Scalar<Prim = #prim>> #fwd_trait<#s> for #module::Fwd<#(#capture_types),*> {
+                #forward
+            }
+            impl<#s: ::deltad::__private::Scalar<Prim = #prim>, #(#k_types),*> #fwd_trait<#s> for #module::Adj<#(#capture_types,)* #(#k_types),*> {
+                #forward
+            }
+            impl<#s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#capture_bounds),*> #adj_trait<#s, #a> for #module::Adj<#(#capture_types,)* #(#k_types),*> {
+                #[inline(always)]
+                fn __adj<#(#own_sink_types #own_bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<#s>, #(#own_names: #own_types,)* out: #out<#a>, #(#own_sinks: #own_sink_types),*) {
+                    #module::__deltad_adj(stack, #(#own_names,)* #(self.#c_fields,)* out, #(#own_sinks,)* #(::deltad::__private::Reborrow(&mut self.#k_fields)),*)
+                }
+            }
+        }
+    }
+}
+
+/// The module of the body's closure `n`.
+pub(crate) fn closure_module(n: usize) -> Ident {
+    format_ident!("__deltad_closure{}", n)
+}
+
+/// The number of a closure's own parameters (before its captures).
+fn own_params(def: &crate::ir::ClosureFn) -> usize {
+    def.own
+}

@@ -1,0 +1,262 @@
+//! Function values passed to callees' function parameters: the function's
+//! own function parameter passed on (`descend(loss, x)`), and closures
+//! written at the call (`argmin(|p: &[f64]| -f(q, p), start)`). A closure
+//! becomes a function of its own ([`ClosureFn`]), which the passes compile:
+//! its parameters as written, then one parameter per variable of the body
+//! it reads, which the call passes as arguments after the callee's own.
+
+use std::collections::HashSet;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::Expr as SynExpr;
+
+use super::stmts::strip;
+use super::{Lowered, Lowerer, Unsupported};
+use crate::ir::{BufferRef, CallArg, ClosureFn, Expr, ExprKind, FnArg, VarId, VarKind};
+
+/// Why a closure passed to a function stays on the tape, unless the user
+/// asked for the compiled path.
+const CLOSURES: &str = "closures passed to functions are on the compiled path under `#[differentiate(compiled)]` (on this function)";
+
+/// A closure argument: the function value, and the arguments its captures
+/// take (appended to the call's).
+pub(super) struct ClosureArg {
+    pub closure: usize,
+    pub span: Span,
+    pub captures: Vec<CallArg>,
+}
+
+impl Lowerer {
+    /// The caller's own function parameter passed on, as a function
+    /// argument (`None` if `arg` is not one).
+    pub(super) fn function_param_arg(&self, arg: &SynExpr) -> Option<FnArg> {
+        let SynExpr::Path(path) = strip(arg) else {
+            return None;
+        };
+        let var = self.resolve_path(&path.path)?;
+        (self.kind(var) == VarKind::Function).then_some(FnArg::Param(var))
+    }
+
+    /// A closure written as the argument for the callee's parameter
+    /// `param` (`None` if `arg` is not a closure).
+    pub(super) fn closure_arg(
+        &mut self,
+        arg: &SynExpr,
+        callee: &syn::Path,
+        param: usize,
+    ) -> Lowered<Option<ClosureArg>> {
+        let SynExpr::Closure(closure) = strip(arg) else {
+            return Ok(None);
+        };
+        if !self.closures_compiled {
+            return Err(Unsupported::new(closure.span(), CLOSURES));
+        }
+        let float = self.precision.ident(Span::call_site());
+        let mut params: Vec<TokenStream> = Vec::new();
+        let mut own = HashSet::new();
+        let mut no_grad = Vec::new();
+        for input in &closure.inputs {
+            let annotated = match input {
+                syn::Pat::Type(typed) => match &*typed.pat {
+                    syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                        Some((ident.ident.clone(), &*typed.ty))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some((name, ty)) = annotated else {
+                return Err(Unsupported::new(
+                    input.span(),
+                    format!("a closure passed to a function on the compiled path names its parameters with their types: `|x: {float}|` or `|x: &[{float}]|`"),
+                ));
+            };
+            own.insert(name.to_string());
+            params.push(quote!(#name: #ty));
+            no_grad.push(false);
+        }
+        let output = match &closure.output {
+            syn::ReturnType::Type(_, ty) => quote!(#ty),
+            syn::ReturnType::Default if returns_vec(&closure.body) => {
+                quote!(::std::vec::Vec<#float>)
+            }
+            syn::ReturnType::Default => quote!(#float),
+        };
+        // The variables it reads, in the order it first names them.
+        let mut names = Names::default();
+        names.visit_expr(&closure.body);
+        let mut captures = Vec::new();
+        let mut captured: Vec<VarId> = Vec::new();
+        for name in names.found {
+            if own.contains(&name) {
+                continue;
+            }
+            let Some(var) = super::resolve_in(&self.scopes, &name) else {
+                continue;
+            };
+            if captured.contains(&var) {
+                continue;
+            }
+            captured.push(var);
+            let ident = format_ident!("{}", name, span = closure.span());
+            let span = closure.span();
+            let (ty, plain, arg) = match self.kind(var) {
+                VarKind::Buffer => (
+                    quote!(&[#float]),
+                    false,
+                    CallArg::Buffer(BufferRef {
+                        var,
+                        range: None,
+                        by_value: false,
+                        span,
+                    }),
+                ),
+                VarKind::Scalar => {
+                    let value = CallArg::Value(Expr::new(ExprKind::Var(var), span));
+                    let annotation = self.vars[var].annotation.clone();
+                    let real = annotation
+                        .as_ref()
+                        .is_some_and(|ty| crate::signature::float_name(ty).is_some())
+                        || self.reals.contains(&var);
+                    match annotation {
+                        _ if real && !self.plain.contains(&var) => (quote!(#float), false, value),
+                        Some(ty) if crate::types::passed_again(&ty) => (quote!(#ty), true, value),
+                        Some(_) => return Err(Unsupported::new(
+                            span,
+                            format!("this closure reads `{name}`, constant data neither borrowed nor a primitive, which a closure passed to a function does not take on the compiled path yet"),
+                        )),
+                        None => return Err(Unsupported::new(
+                            span,
+                            format!("this closure reads `{name}`, whose type the compiled path does not know here: annotate its `let`"),
+                        )),
+                    }
+                }
+                VarKind::Function => {
+                    return Err(Unsupported::new(
+                        span,
+                        "a closure calling a function parameter is not on the compiled path yet",
+                    ))
+                }
+                VarKind::Closure => {
+                    return Err(Unsupported::new(
+                        span,
+                        "a closure passed to a function calling a closure of the body is not on the compiled path yet",
+                    ))
+                }
+                VarKind::Struct | VarKind::Structs => {
+                    return Err(Unsupported::new(
+                        span,
+                        "a closure passed to a function reading values of user types is not on the compiled path yet",
+                    ))
+                }
+            };
+            params.push(quote!(#ident: #ty));
+            no_grad.push(plain);
+            captures.push(arg);
+        }
+        let own_count = closure.inputs.len();
+        let body = &closure.body;
+        let name = format_ident!("__deltad_closure{}", self.closure_fns.len());
+        let item: syn::ItemFn = syn::parse2(quote! {
+            fn #name(#(#params),*) -> #output {
+                #body
+            }
+        })
+        .map_err(|e| Unsupported::new(closure.span(), e.to_string()))?;
+        self.closure_fns.push(ClosureFn {
+            item,
+            no_grad,
+            callee: callee.clone(),
+            param,
+            own: own_count,
+            span: closure.span(),
+        });
+        Ok(Some(ClosureArg {
+            closure: self.closure_fns.len() - 1,
+            span: closure.span(),
+            captures,
+        }))
+    }
+}
+
+/// True if a closure's value is by its form a `Vec`: a `collect()`, a
+/// `to_vec()`, `vec![..]`, or a local its block makes so.
+fn returns_vec(body: &SynExpr) -> bool {
+    let vec_value = |expr: &SynExpr| match strip(expr) {
+        SynExpr::MethodCall(call) => call.method == "collect" || call.method == "to_vec",
+        SynExpr::Macro(mac) => mac.mac.path.is_ident("vec"),
+        SynExpr::Call(call) => matches!(
+            strip(&call.func),
+            SynExpr::Path(path) if path.path.segments.len() == 2
+                && path.path.segments[0].ident == "Vec"
+        ),
+        _ => false,
+    };
+    match strip(body) {
+        SynExpr::Block(block) => {
+            let Some(syn::Stmt::Expr(tail, None)) = block.block.stmts.last() else {
+                return false;
+            };
+            if vec_value(tail) {
+                return true;
+            }
+            let SynExpr::Path(path) = strip(tail) else {
+                return false;
+            };
+            block.block.stmts.iter().any(|stmt| match stmt {
+                syn::Stmt::Local(local) => match &local.pat {
+                    syn::Pat::Ident(ident) => {
+                        path.path.is_ident(&ident.ident)
+                            && local
+                                .init
+                                .as_ref()
+                                .is_some_and(|init| vec_value(&init.expr))
+                    }
+                    // (`let v: Vec<f64> = ..`: by its type.)
+                    syn::Pat::Type(typed) => {
+                        matches!(&*typed.pat, syn::Pat::Ident(ident) if path.path.is_ident(&ident.ident))
+                            && crate::signature::vec_of_float(&typed.ty)
+                    }
+                    _ => false,
+                },
+                _ => false,
+            })
+        }
+        other => vec_value(other),
+    }
+}
+
+/// The single-segment names an expression reads (macros' tokens too), in
+/// order.
+#[derive(Default)]
+struct Names {
+    found: Vec<String>,
+}
+
+impl Names {
+    fn tokens(&mut self, tokens: TokenStream) {
+        for token in tokens {
+            match token {
+                TokenTree::Ident(ident) => self.found.push(ident.to_string()),
+                TokenTree::Group(group) => self.tokens(group.stream()),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Names {
+    fn visit_expr_path(&mut self, path: &'ast syn::ExprPath) {
+        if let Some(ident) = path.path.get_ident() {
+            self.found.push(ident.to_string());
+        }
+        syn::visit::visit_expr_path(self, path);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.tokens(mac.tokens.clone());
+    }
+}
