@@ -331,9 +331,15 @@ fn well(x: &[f64], centre: &[f64], s: f64) -> f64 {
 /// nested in the closure).
 #[differentiate(compiled)]
 fn settled_compiled(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
+    // (A local the closures read whose type its `let` does not say.)
+    let damp = if s > 1.5 { 1.5 / s } else { 1.0 };
     let end: Vec<f64> = descent(
-        |x: &[f64]| well(x, centre, s),
-        |x: &[f64]| -> Vec<f64> { well::grad(x, centre, s).x },
+        |x: &[f64]| well(x, centre, s) * damp,
+        |x: &[f64]| {
+            let g = well::grad(x, centre, s).x;
+            let scaled: Vec<f64> = g.iter().map(|v| v * damp).collect();
+            scaled
+        },
         start,
         12,
     );
@@ -342,9 +348,15 @@ fn settled_compiled(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
 
 #[differentiate(tape)]
 fn settled_tape(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
+    // (A local the closures read whose type its `let` does not say.)
+    let damp = if s > 1.5 { 1.5 / s } else { 1.0 };
     let end: Vec<f64> = descent(
-        |x: &[f64]| well(x, centre, s),
-        |x: &[f64]| -> Vec<f64> { well::grad(x, centre, s).x },
+        |x: &[f64]| well(x, centre, s) * damp,
+        |x: &[f64]| {
+            let g = well::grad(x, centre, s).x;
+            let scaled: Vec<f64> = g.iter().map(|v| v * damp).collect();
+            scaled
+        },
         start,
         12,
     );

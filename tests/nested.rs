@@ -5,6 +5,8 @@
 //! (`gradbench/src/evals`) and tested there against GradBench's values.
 #![allow(clippy::all)]
 
+mod common;
+use common::*;
 use deltad::differentiate;
 
 // ----- perturbation confusion ----------------------------------------------
@@ -659,4 +661,66 @@ fn a_derivative_of_a_callee_taking_constant_data_by_value() {
     let g = scaled_slope::grad(&[1.0, 2.0], Scale { factor: 3.0 });
     assert_eq!(g.x, vec![0.0, 12.0]);
     assert_eq!(scaled(&[1.0, 2.0], Scale { factor: 3.0 }), 6.0);
+}
+
+#[differentiate]
+fn bowl(x: &[f64], w: f64) -> f64 {
+    w * x[0] * x[0] * x[1] + (x[1] * w).sin()
+}
+
+/// A `jvp`'s tangent held in a `let` of a `Grad` literal that the next
+/// statement alone reads (as GradBench's forward variants write it): the
+/// literal is taken as written in place, on the compiled path.
+#[differentiate(compiled)]
+fn forces_by_local_tangents(x: &[f64], w: f64) -> f64 {
+    let mut force: Vec<f64> = Vec::new();
+    for k in 0..2 {
+        let direction = bowl::Grad {
+            x: if k == 0 {
+                vec![1.0, 0.0]
+            } else {
+                vec![0.0, 1.0]
+            },
+            w: 0.0,
+        };
+        force.push(bowl::jvp(x, w, &direction).1);
+    }
+    force[0] * x[1] + force[1] * force[1]
+}
+
+#[differentiate(tape)]
+fn forces_by_local_tangents_tape(x: &[f64], w: f64) -> f64 {
+    let mut force: Vec<f64> = Vec::new();
+    for k in 0..2 {
+        let direction = bowl::Grad {
+            x: if k == 0 {
+                vec![1.0, 0.0]
+            } else {
+                vec![0.0, 1.0]
+            },
+            w: 0.0,
+        };
+        force.push(bowl::jvp(x, w, &direction).1);
+    }
+    force[0] * x[1] + force[1] * force[1]
+}
+
+#[test]
+fn a_jvp_along_a_tangent_held_in_a_local() {
+    for (x, w) in [([0.5, -1.2], 0.7), ([2.0, 0.3], -1.5)] {
+        let (value, g) = forces_by_local_tangents::value_and_grad(&x, w);
+        let (value_t, g_t) = forces_by_local_tangents_tape::value_and_grad(&x, w);
+        assert_eq!(value, forces_by_local_tangents(&x, w));
+        near(value, value_t, 1e-13, "value against the tape");
+        let mut got = g.x.clone();
+        got.push(g.w);
+        let mut got_t = g_t.x.clone();
+        got_t.push(g_t.w);
+        assert_close_tol(&got, &got_t, 1e-12, "against the tape");
+        let reference = finite_difference(
+            |p| forces_by_local_tangents(&p[..2], p[2]),
+            &[x[0], x[1], w],
+        );
+        assert_close(&got, &reference, "against central differences");
+    }
 }

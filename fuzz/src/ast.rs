@@ -56,6 +56,9 @@ pub enum ParamTy {
     Weights(usize),
     /// `a: [f64; N]` of a helper, given an array written in place.
     Array(usize),
+    /// `func: F` of a helper, `F: Fn(f64) -> f64`: called in its body
+    /// (`func(x)`), given a closure written at the call.
+    Func,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -304,6 +307,11 @@ pub enum Arg {
     Struct(String),
     /// `[e0, e1, ..]`, by value, for an array parameter.
     Array(Vec<Expr>),
+    /// `|param: f64| body`, for a function parameter.
+    Closure {
+        param: String,
+        body: Expr,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

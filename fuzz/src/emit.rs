@@ -106,6 +106,7 @@ fn param_decl(p: &Param) -> String {
         ParamTy::Structs(_) => format!("{}: &[Pt]", p.name),
         ParamTy::Weights(_) => format!("{}: &Ws", p.name),
         ParamTy::Array(n) => format!("{}: [f64; {n}]", p.name),
+        ParamTy::Func => format!("{}: F", p.name),
     }
 }
 
@@ -131,8 +132,13 @@ fn func(w: &mut Writer, f: &Func, attribute: &str) {
     let params: Vec<String> = f.params.iter().map(param_decl).collect();
     w.line(attribute);
     let ret = if f.ret_b.is_some() { "Pt" } else { "f64" };
+    let generics = if f.params.iter().any(|p| p.ty == ParamTy::Func) {
+        "<F: Fn(f64) -> f64>"
+    } else {
+        ""
+    };
     w.line(&format!(
-        "pub fn {}({}) -> {ret} {{",
+        "pub fn {}{generics}({}) -> {ret} {{",
         f.name,
         params.join(", ")
     ));
@@ -497,6 +503,7 @@ fn call_args(args: &[Arg]) -> Vec<String> {
                 let elems: Vec<String> = elems.iter().map(expr).collect();
                 format!("[{}]", elems.join(", "))
             }
+            Arg::Closure { param, body } => format!("|{param}: f64| {}", expr(body)),
         })
         .collect()
 }
@@ -728,6 +735,8 @@ fn run(w: &mut Writer, f: &Func, derivatives_inside: bool) {
                 draws.push(format!("let {n}: f64 = rng.uniform(-1.5, 1.5);"));
                 args.push(n.clone());
             }
+            // (Helpers only: `params(false)` gives the entry none.)
+            ParamTy::Func => unreachable!("the entry takes no functions"),
         }
     }
     let args = args.join(", ");

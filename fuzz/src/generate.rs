@@ -248,6 +248,12 @@ impl Gen {
                 ty: ParamTy::Struct,
             });
         }
+        if helper && self.rng.chance(0.3) {
+            params.push(Param {
+                name: "func".into(),
+                ty: ParamTy::Func,
+            });
+        }
         if !helper && self.uses_struct && self.rng.chance(0.4) {
             let len = self.rng.range(1, 4);
             params.push(Param {
@@ -312,6 +318,8 @@ impl Gen {
                 ParamTy::Struct => (Kind::Struct, 1.5),
                 ParamTy::Structs(n) => (Kind::Structs(n), 1.5),
                 ParamTy::Weights(n) => (Kind::Weights(n), 1.5),
+                // (Closures given to it are squashed to about 3.)
+                ParamTy::Func => (Kind::Closure, 3.0),
             };
             self.declare(&p.name, kind, bound, false);
             let v = self.vars.last_mut().expect("just declared");
@@ -935,6 +943,30 @@ impl Gen {
             name,
             with: Replacement::Moved { temp, var, value },
         }
+    }
+
+    /// A closure given to a function parameter: like `let_closure`'s, its
+    /// value squashed to about 3.
+    fn closure_arg(&mut self) -> Arg {
+        let param = self.name("t");
+        let saved = self.vars.clone();
+        let saved_mode = self.mode.clone();
+        for v in self.vars.iter_mut() {
+            if !v.capturable || matches!(v.kind, Kind::Buf(_) | Kind::Closure) {
+                v.hidden = true;
+            }
+        }
+        self.mode = Mode::Straight(Vec::new());
+        self.declare(&param, Kind::Real, CAP, false);
+        let (body, bound) = self.real_capped(2);
+        let (body, _) = if bound > 3.0 {
+            self.squash(body, bound)
+        } else {
+            (body, bound)
+        };
+        self.vars = saved;
+        self.mode = saved_mode;
+        Arg::Closure { param, body }
     }
 
     fn let_closure(&mut self) -> Stmt {
@@ -1595,11 +1627,12 @@ impl Gen {
     /// fits or the helper has a `Pt` parameter or result.
     fn derivative_of(&mut self, h: usize, depth: usize) -> Option<(Expr, f64)> {
         let sig = self.helpers[h].clone();
+        // (A function taking functions has no derivatives of its own.)
         if sig.returns_struct
             || sig
                 .params
                 .iter()
-                .any(|p| matches!(p, ParamTy::Struct | ParamTy::Structs(_)))
+                .any(|p| matches!(p, ParamTy::Struct | ParamTy::Structs(_) | ParamTy::Func))
         {
             return None;
         }
@@ -1697,6 +1730,7 @@ impl Gen {
                         .collect();
                     args.push(Arg::Array(elems));
                 }
+                ParamTy::Func => args.push(self.closure_arg()),
                 _ => {
                     let (e, b) = self.real(depth.max(1) - 1);
                     // Helpers assume arguments of magnitude about 2.

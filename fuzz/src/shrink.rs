@@ -407,7 +407,8 @@ fn children(e: &Expr) -> Vec<&Expr> {
             .flat_map(|a| match a {
                 Arg::Real(e) => vec![e],
                 Arg::Array(elems) => elems.iter().collect(),
-                Arg::Slice { .. } | Arg::Struct(_) => Vec::new(),
+                // (A closure's body reads its parameter: not hoisted.)
+                Arg::Slice { .. } | Arg::Struct(_) | Arg::Closure { .. } => Vec::new(),
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],
@@ -449,7 +450,8 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             .flat_map(|a| match a {
                 Arg::Real(e) => vec![e],
                 Arg::Array(elems) => elems.iter_mut().collect(),
-                Arg::Slice { .. } | Arg::Struct(_) => Vec::new(),
+                // (A closure's body reads its parameter: not hoisted.)
+                Arg::Slice { .. } | Arg::Struct(_) | Arg::Closure { .. } => Vec::new(),
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],

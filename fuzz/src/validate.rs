@@ -63,6 +63,7 @@ pub fn valid(p: &Program) -> bool {
                 ParamTy::Structs(n) if p.uses_struct && n > 0 => Kind::Structs,
                 ParamTy::Weights(n) if p.uses_struct && n > 0 => Kind::Weights,
                 ParamTy::Struct | ParamTy::Structs(_) | ParamTy::Weights(_) => return false,
+                ParamTy::Func => Kind::Closure,
             };
             env.vars.push((q.name.clone(), kind));
         }
@@ -329,8 +330,34 @@ impl Env<'_> {
                 (ParamTy::Array(n), Arg::Array(elems)) => {
                     elems.len() == n && elems.iter().all(|e| self.expr(e))
                 }
+                (ParamTy::Func, Arg::Closure { param, body }) => self.closure(param, body),
                 _ => false,
             })
+    }
+
+    /// A closure's body: it sees its parameter and immutable reals only.
+    fn closure(&self, param: &str, body: &Expr) -> bool {
+        let mut vars: Vec<(String, Kind)> = self
+            .vars
+            .iter()
+            .map(|(n, k)| {
+                let k = match k {
+                    Kind::Real { mutable: false } => *k,
+                    _ => Kind::Closure, // not readable as a real
+                };
+                (n.clone(), k)
+            })
+            .collect();
+        vars.push((param.to_string(), Kind::Real { mutable: false }));
+        let inner = Env {
+            vars,
+            funcs: self.funcs,
+            loops: 0,
+            frozen: Vec::new(),
+            uses_struct: self.uses_struct,
+            returns_struct: false,
+        };
+        inner.expr(body) && !has_seq_access(body)
     }
 
     /// A derivative of a call of an earlier function returning a real,

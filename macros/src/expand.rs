@@ -274,7 +274,8 @@ fn compile(
     }
     let mut body = target.function.block.clone();
     relocate::body(&mut body);
-    let closures_compiled = matches!(options.path, Some((EnginePath::Compiled, _)));
+    let closures_compiled = matches!(options.path, Some((EnginePath::Compiled, _)))
+        || std::env::var_os(COMPILED_CLOSURES).is_some();
     compile_body(signature, &body, closures_compiled)
 }
 
@@ -291,10 +292,29 @@ fn compile_body(
     let mut closures = Vec::new();
     for closure in &function.closures {
         let mut item = closure.item.clone();
-        relocate::one_deeper(&mut item);
+        let mut no_grad = closure.no_grad.clone();
         let at = Some(closure.span);
+        for &(index, var) in &closure.untyped {
+            let name = &function.vars[var].name;
+            let ty: syn::Type = match &analysis.types[var] {
+                analyze::Ty::Real => {
+                    let float = signature.precision.ident(Span::call_site());
+                    syn::parse_quote!(#float)
+                }
+                analyze::Ty::Bool => syn::parse_quote!(bool),
+                analyze::Ty::Named(ty) => {
+                    no_grad[index] = true;
+                    syn::parse_str(ty).map_err(|e| (at, e.to_string()))?
+                }
+                _ => return Err((at, format!("this closure reads `{name}`, whose type the compiled path does not know here: annotate its `let`"))),
+            };
+            if let Some(syn::FnArg::Typed(param)) = item.sig.inputs.iter_mut().nth(index) {
+                *param.ty = ty;
+            }
+        }
+        relocate::one_deeper(&mut item);
         let errors = Errors::default();
-        let signature = signature::analyze(&item, &closure.no_grad, &errors)
+        let signature = signature::analyze(&item, &no_grad, &errors)
             .filter(|_| errors.is_empty())
             .ok_or((
                 at,
@@ -312,6 +332,12 @@ fn compile_body(
         closures,
     })
 }
+
+/// The environment variable (for testing: the fuzzer sets it) that makes
+/// closures passed to functions take the compiled path as under
+/// `#[differentiate(compiled)]`, in every function: a caller whose callee
+/// took the tape then does not compile.
+const COMPILED_CLOSURES: &str = "DELTAD_COMPILED_CLOSURES";
 
 /// The environment variable that makes the macro say which engine each
 /// function took (and why not the compiled one) on the compiler's standard

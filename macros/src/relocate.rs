@@ -114,6 +114,25 @@ fn relocate_use(tree: &mut syn::UseTree) {
     }
 }
 
+/// Moves a relocated path back to the user's module (a relative path loses
+/// the two `super`s it gained; `self::x`, relocated `super::super::x`,
+/// becomes `x`, which names the same item there).
+pub(crate) fn back(path: &mut Path) {
+    let supers = path
+        .segments
+        .iter()
+        .take(2)
+        .filter(|s| s.ident == "super")
+        .count();
+    if path.leading_colon.is_none() && supers == 2 {
+        let rest: Vec<PathSegment> = std::mem::take(&mut path.segments)
+            .into_iter()
+            .skip(2)
+            .collect();
+        path.segments.extend(rest);
+    }
+}
+
 /// Moves an item whose paths are already relocated one more module down
 /// (a closure's function, compiled in a module of its own below the
 /// implementation module): every path starting with `super` gains one.

@@ -50,11 +50,12 @@ pub fn miss_reverse(w: f64) -> f64 {
     miss(|x: &[f64]| -> Vec<f64> { potential::grad(x, w).x })
 }
 
-/// The miss with the force ∇p by forward mode (one tangent per coordinate).
-#[differentiate]
+/// The miss with the force ∇p by forward mode (one tangent per coordinate;
+/// the whole of it compiled: the closure too).
+#[differentiate(compiled)]
 pub fn miss_forward(w: f64) -> f64 {
-    miss(|x: &[f64]| {
-        let mut force = Vec::new();
+    miss(|x: &[f64]| -> Vec<f64> {
+        let mut force: Vec<f64> = Vec::new();
         for k in 0..2 {
             let direction = potential::Grad {
                 x: unit(2, k),

@@ -32,13 +32,14 @@ pub fn max_over_p2_reverse(p1: &[f64], #[no_grad] start: &[f64]) -> f64 {
     saddle_f(p1, &best)
 }
 
-/// max over p2 of f(p1, p2), the inner gradients by forward mode.
-#[differentiate]
+/// max over p2 of f(p1, p2), the inner gradients by forward mode (the
+/// whole of it compiled: the closures too).
+#[differentiate(compiled)]
 pub fn max_over_p2_forward(p1: &[f64], #[no_grad] start: &[f64]) -> f64 {
-    let best = argmin(
+    let best: Vec<f64> = argmin(
         |p2: &[f64]| -saddle_f(p1, p2),
-        |p2: &[f64]| {
-            let mut g = Vec::new();
+        |p2: &[f64]| -> Vec<f64> {
+            let mut g: Vec<f64> = Vec::new();
             for k in 0..2 {
                 let direction = saddle_f::Grad {
                     p1: vec![0.0, 0.0],

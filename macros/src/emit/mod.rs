@@ -184,20 +184,20 @@ pub(crate) fn module(
         None => TokenStream::new(),
     };
     let exports = signature.map(|signature| exports(signature, &impl_module, compiled.is_some()));
-    // (A function taking functions has the compiled convention only on
-    // the compiled path: the tape's recording cannot take compiled
-    // closures.)
+    // (A function taking functions has the compiled convention, whose
+    // passes on the tape path no caller can call: see
+    // `compiled::tape_callee_passes`.)
     let markers = signature
-        .filter(|signature| {
-            has_compiled_convention(signature)
-                || (compiled.is_some() && signature.takes_functions())
-        })
+        .filter(|signature| has_compiled_convention(signature) || signature.takes_functions())
         .map(compiled::Passes::markers);
     let output_alias = signature
         .filter(|signature| has_compiled_convention(signature))
         .map(compiled::Passes::output_alias);
     let entries = signature.map(|signature| nested_entries::entry_modules(signature, &impl_module));
+    let closure_checks = compiled.map(compiled::closure_checks);
     quote! {
+        #(#cfgs)*
+        #closure_checks
         #(#cfgs)*
         #[doc = #module_doc]
         #[allow(warnings, unused, missing_docs, clippy::all, clippy::pedantic, clippy::nursery)]
@@ -242,15 +242,22 @@ fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenS
         })
     };
     if signature.takes_functions() {
-        // On the compiled path, for compiled callers passing closures: the
-        // passes and the modules of the function parameters.
-        let passes = compiled_passes(compiled);
+        // For compiled callers passing closures: the passes and the
+        // modules of the function parameters.
+        let passes = compiled_passes(true);
         let modules = signature
             .params
             .iter()
             .enumerate()
-            .filter(|_| compiled)
-            .filter(|(_, p)| matches!(p.kind, crate::signature::ParamKind::Function { .. }))
+            .filter(|(_, p)| {
+                matches!(
+                    p.kind,
+                    crate::signature::ParamKind::Function {
+                        compiled: Some(_),
+                        ..
+                    }
+                )
+            })
             .map(|(index, _)| {
                 let (module, export) = (
                     crate::names::function_param_module(index),
@@ -261,7 +268,13 @@ fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenS
                     pub use self::#impl_module::#module as #export;
                 }
             });
-        return quote!(#record #passes #(#modules)*);
+        return quote! {
+            #record
+            #passes
+            #(#modules)*
+            #[doc(hidden)]
+            pub const __COMPILED: bool = #compiled;
+        };
     }
     let compiled_passes = compiled_passes(has_compiled_convention(signature));
     let (grad, grad_fn, value_and_grad_fn, vjp_fn, jacobian_fn, check_fn) = (
@@ -506,7 +519,9 @@ impl<'a> Generator<'a> {
         let forwarders = self.forwarders();
         let passes = match &self.passes {
             Some(passes) if !stub => passes.clone(),
-            _ if self.signature.takes_functions() => TokenStream::new(),
+            // (Passes that no compiled caller can call: the message says
+            // why.)
+            _ if self.signature.takes_functions() => compiled::tape_callee_passes(self.signature),
             _ => self.bridge(stub),
         };
         let (record, aliases) = match bodies {

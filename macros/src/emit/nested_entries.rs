@@ -352,7 +352,7 @@ impl Generator<'_> {
     fn jvp_forward(&self, n: &Names) -> TokenStream {
         let (s, rec) = (&n.s, &n.rec);
         let fwd = ident(FWD_FN);
-        let (inputs, args) = self.entry_dual_inputs(n, &|j, at| self.tangent_of(n, j, at));
+        let (inputs, args, _) = self.entry_dual_inputs(n, &|j, at| self.tangent_of(n, j, at), None);
         quote! {
             let _ = #rec;
             #(#inputs)*
@@ -396,15 +396,20 @@ impl Generator<'_> {
     /// parameter with the tangents `tangent(j, element)` gives; and the
     /// arguments passing them (plain parameters cloned: passes may take
     /// them again).
+    /// With `spares` (a stack of dual numbers), the inputs of slices are
+    /// made in its spare buffers, and the statements giving them back are
+    /// returned too.
     fn entry_dual_inputs(
         &self,
         n: &Names,
         tangent: &dyn Fn(usize, Option<TokenStream>) -> TokenStream,
-    ) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        spares: Option<&Ident>,
+    ) -> (Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>) {
         let s = &n.s;
         let dual = quote!(::deltad::__private::Dual<#s>);
         let mut inputs = Vec::new();
         let mut args = Vec::new();
+        let mut give_back = Vec::new();
         for (j, param) in self.signature.params.iter().enumerate() {
             let name = &param.name;
             let input = format_ident!("__deltad_input{}", j, span = Span::mixed_site());
@@ -423,13 +428,25 @@ impl Generator<'_> {
                 }
                 kind if kind.is_active() => {
                     let t = tangent(j, Some(quote!(__deltad_i)));
-                    inputs.push(quote!(let #input: ::std::vec::Vec<#dual> = (0..#name.len()).map(|__deltad_i| ::deltad::__private::Dual::new(#name[__deltad_i], #t)).collect();));
+                    match spares {
+                        Some(stack) => {
+                            inputs.push(quote! {
+                                let mut #input: ::std::vec::Vec<#dual> =
+                                    <#dual as ::deltad::__private::Cotangent<#dual>>::zeros_on(&mut *#stack, #name.len());
+                                for __deltad_i in 0..#name.len() {
+                                    #input[__deltad_i] = ::deltad::__private::Dual::new(#name[__deltad_i], #t);
+                                }
+                            });
+                            give_back.push(quote!(<#dual as ::deltad::__private::Cotangent<#dual>>::give_back(&mut *#stack, #input);));
+                        }
+                        None => inputs.push(quote!(let #input: ::std::vec::Vec<#dual> = (0..#name.len()).map(|__deltad_i| ::deltad::__private::Dual::new(#name[__deltad_i], #t)).collect();)),
+                    }
                     args.push(quote!(&#input[..]));
                 }
                 _ => args.push(super::plain_argument(param, false)),
             }
         }
-        (inputs, args)
+        (inputs, args, give_back)
     }
 
     /// One forward over reverse run of this function's passes on dual
@@ -451,10 +468,11 @@ impl Generator<'_> {
         let (fwd, adj, keeps) = (ident(FWD_FN), ident(ADJ_FN), keeps_const());
         let dual = quote!(::deltad::__private::Dual<#s>);
         let dual_zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
-        let (inputs, args) = self.entry_dual_inputs(n, tangent);
+        let (inputs, args, give_back) = self.entry_dual_inputs(n, tangent, Some(stack));
         let mut adjoints = Vec::new();
         let mut dual_sinks = Vec::new();
         let mut given = Vec::new();
+        let mut returned = Vec::new();
         for (j, param) in self.signature.params.iter().enumerate() {
             let adjoint = format_ident!("__deltad_adjoint{}", j, span = Span::mixed_site());
             let sink = &sinks[j];
@@ -472,7 +490,8 @@ impl Generator<'_> {
                         }
                         _ => {
                             let name = &param.name;
-                            quote!(let mut #adjoint: ::std::vec::Vec<#dual> = ::std::vec![#dual_zero; #name.len()];)
+                            returned.push(quote!(<#dual as ::deltad::__private::Cotangent<#dual>>::give_back(&mut *#stack, #adjoint);));
+                            quote!(let mut #adjoint: ::std::vec::Vec<#dual> = <#dual as ::deltad::__private::Cotangent<#dual>>::zeros_on(&mut *#stack, #name.len());)
                         }
                     });
                     dual_sinks.push(quote!(&mut #adjoint[..]));
@@ -486,17 +505,21 @@ impl Generator<'_> {
                 _ => dual_sinks.push(quote!(::deltad::__private::Discard::<#dual>::new())),
             }
         }
+        // (The dual inputs and adjoints of slices in the dual stack's spare
+        // buffers, given back after.)
         quote! {
-            #(#inputs)*
-            #(#adjoints)*
             let mut #value: #dual = #dual_zero;
             <#s as ::deltad::__private::Scalar>::with_dual_stack(|#stack| {
+                #(#inputs)*
+                #(#adjoints)*
                 if #keeps || #wanted {
                     #value = #fwd(&mut *#stack, #(#args),*);
                 }
                 #adj(&mut *#stack, #(#args,)* #seed, #(#dual_sinks),*);
+                #(#given)*
+                #(#returned)*
+                #(#give_back)*
             });
-            #(#given)*
         }
     }
 }

@@ -72,6 +72,10 @@ pub(crate) struct ClosureFn {
     pub param: usize,
     /// The number of its own parameters (its captures follow).
     pub own: usize,
+    /// The parameters (by index) of captured locals whose type the
+    /// lowering does not know (`_` in `item`), and their variables: typed
+    /// from the caller's analysis before the closure is compiled.
+    pub untyped: Vec<(usize, VarId)>,
     pub span: Span,
 }
 

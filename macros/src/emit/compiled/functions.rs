@@ -21,7 +21,7 @@ use syn::Ident;
 use super::{flat_sink_bound, keeps, Passes, Side};
 use crate::functions::{CompiledFn, FnValue};
 use crate::ir::{Call, CallArg, FnArg};
-use crate::signature::ParamKind;
+use crate::signature::{ParamKind, Signature};
 
 /// The argument and result types of a function value's passes, on reals
 /// `s`.
@@ -47,20 +47,119 @@ pub(crate) fn function_generic(index: usize) -> Ident {
     format_ident!("__DeltadF{}", index)
 }
 
+/// The function parameters compiled passes call: index and shape.
+fn function_params(signature: &Signature) -> impl Iterator<Item = (usize, &CompiledFn)> {
+    signature
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(index, param)| match &param.kind {
+            ParamKind::Function {
+                compiled: Some(shape),
+                ..
+            } => Some((index, shape)),
+            _ => None,
+        })
+}
+
+/// The modules of the function parameters (see the module's docs).
+pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
+    let prim = signature.precision.ident(Span::call_site());
+    let modules = function_params(signature).map(|(index, shape)| {
+        let module = crate::names::function_param_module(index);
+        let (s, a) = (quote!(S), quote!(A));
+        let markers = shape.args.iter().enumerate().map(|(k, value)| {
+            let name = format_ident!("__P{}", k + 1);
+            let marker = match value {
+                FnValue::Real => quote!(::deltad::__private::RealParam),
+                _ => quote!(::deltad::__private::SliceParam),
+            };
+            quote!(#[doc(hidden)] pub type #name = #marker;)
+        });
+        let out = value_type(shape.ret, &s);
+        let names: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("a{}", k)).collect();
+        let sinks: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("j{}", k)).collect();
+        let sink_types: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("J{}", k)).collect();
+        let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
+        let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
+        let keeps = keeps::exports_something();
+        quote! {
+            #[doc(hidden)]
+            pub mod #module {
+                #[doc(hidden)]
+                pub type __P0 = ::deltad::__private::PlainParam;
+                #(#markers)*
+                #[doc(hidden)]
+                pub type __Out<S> = #out;
+                #keeps
+
+                /// The forward pass of a function value.
+                pub trait Fwd<S: ::deltad::__private::Scalar<Prim = #prim>> {
+                    /// Its forward pass.
+                    fn __fwd<R: ::deltad::__private::Record<S>>(&self, rec: &mut R, #(#names: #types),*) -> __Out<S>;
+                }
+
+                /// The adjoint of a function value.
+                pub trait Adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>>: Fwd<S> {
+                    /// Its adjoint.
+                    fn __adj<#(#sink_types: #bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<S>, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*);
+                }
+
+                #[doc(hidden)]
+                #[inline(always)]
+                pub fn __fwd<S: ::deltad::__private::Scalar<Prim = #prim>, R: ::deltad::__private::Record<S>, F: Fwd<S>>(rec: &mut R, f: &F, #(#names: #types),*) -> __Out<S> {
+                    f.__fwd(rec, #(#names),*)
+                }
+
+                #[doc(hidden)]
+                #[inline(always)]
+                pub fn __adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>, F: Adj<S, A>, #(#sink_types: #bounds),*>(stack: &mut ::deltad::__private::Stack<S>, f: &mut F, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*) {
+                    f.__adj(stack, #(#names,)* out, #(#sinks),*)
+                }
+            }
+        }
+    });
+    quote!(#(#modules)*)
+}
+
+/// For a function taking functions that took the tape path: the modules of
+/// its function parameters and passes that never run: a compiled caller
+/// passing it closures checks its `__COMPILED` first, in a const, whose
+/// failure is the compile error saying why (`closure_items`).
+pub(crate) fn tape_callee_passes(signature: &Signature) -> TokenStream {
+    let modules = function_param_modules(signature);
+    let count = signature.params.len();
+    let sinks = signature
+        .params
+        .iter()
+        .filter(|p| !matches!(p.kind, ParamKind::Function { .. }))
+        .count();
+    let args: Vec<Ident> = (0..count).map(|k| format_ident!("a{}", k)).collect();
+    let arg_types: Vec<Ident> = (0..count).map(|k| format_ident!("T{}", k)).collect();
+    let sink_names: Vec<Ident> = (0..sinks).map(|k| format_ident!("k{}", k)).collect();
+    let sink_types: Vec<Ident> = (0..sinks).map(|k| format_ident!("K{}", k)).collect();
+    let (fwd, adj) = (
+        Ident::new(super::FWD_FN, Span::call_site()),
+        Ident::new(super::ADJ_FN, Span::call_site()),
+    );
+    let keeps = keeps::keeps_something();
+    quote! {
+        #modules
+        #keeps
+        #[doc(hidden)]
+        pub fn #fwd<S, R, #(#arg_types),*>(_: &mut R, #(#args: #arg_types),*) -> super::__Out<S> {
+            ::core::unreachable!("a compiled caller's const check fails to compile first")
+        }
+        #[doc(hidden)]
+        pub fn #adj<S, O, #(#arg_types,)* #(#sink_types),*>(_: &mut ::deltad::__private::Stack<S>, #(#args: #arg_types,)* _: O, #(#sink_names: #sink_types),*) {
+            ::core::unreachable!("a compiled caller's const check fails to compile first")
+        }
+    }
+}
+
 impl Passes<'_> {
-    /// The function parameters the passes call: index and shape.
     fn function_params(&self) -> impl Iterator<Item = (usize, &CompiledFn)> {
-        self.signature
-            .params
-            .iter()
-            .enumerate()
-            .filter_map(|(index, param)| match &param.kind {
-                ParamKind::Function {
-                    compiled: Some(shape),
-                    ..
-                } => Some((index, shape)),
-                _ => None,
-            })
+        function_params(self.signature)
     }
 
     /// The generic parameters of the function parameters, with the trait
@@ -81,63 +180,7 @@ impl Passes<'_> {
 
     /// The modules of the function parameters (see the module's docs).
     pub(crate) fn function_param_modules(&self) -> TokenStream {
-        let prim = &self.prim;
-        let modules = self.function_params().map(|(index, shape)| {
-            let module = crate::names::function_param_module(index);
-            let (s, a) = (quote!(S), quote!(A));
-            let markers = shape.args.iter().enumerate().map(|(k, value)| {
-                let name = format_ident!("__P{}", k + 1);
-                let marker = match value {
-                    FnValue::Real => quote!(::deltad::__private::RealParam),
-                    _ => quote!(::deltad::__private::SliceParam),
-                };
-                quote!(#[doc(hidden)] pub type #name = #marker;)
-            });
-            let out = value_type(shape.ret, &s);
-            let names: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("a{}", k)).collect();
-            let sinks: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("j{}", k)).collect();
-            let sink_types: Vec<Ident> =
-                (0..shape.args.len()).map(|k| format_ident!("J{}", k)).collect();
-            let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
-            let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
-            let keeps = keeps::exports_something();
-            quote! {
-                #[doc(hidden)]
-                pub mod #module {
-                    #[doc(hidden)]
-                    pub type __P0 = ::deltad::__private::PlainParam;
-                    #(#markers)*
-                    #[doc(hidden)]
-                    pub type __Out<S> = #out;
-                    #keeps
-
-                    /// The forward pass of a function value.
-                    pub trait Fwd<S: ::deltad::__private::Scalar<Prim = #prim>> {
-                        /// Its forward pass.
-                        fn __fwd<R: ::deltad::__private::Record<S>>(&self, rec: &mut R, #(#names: #types),*) -> __Out<S>;
-                    }
-
-                    /// The adjoint of a function value.
-                    pub trait Adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>>: Fwd<S> {
-                        /// Its adjoint.
-                        fn __adj<#(#sink_types: #bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<S>, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*);
-                    }
-
-                    #[doc(hidden)]
-                    #[inline(always)]
-                    pub fn __fwd<S: ::deltad::__private::Scalar<Prim = #prim>, R: ::deltad::__private::Record<S>, F: Fwd<S>>(rec: &mut R, f: &F, #(#names: #types),*) -> __Out<S> {
-                        f.__fwd(rec, #(#names),*)
-                    }
-
-                    #[doc(hidden)]
-                    #[inline(always)]
-                    pub fn __adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>, F: Adj<S, A>, #(#sink_types: #bounds),*>(stack: &mut ::deltad::__private::Stack<S>, f: &mut F, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*) {
-                        f.__adj(stack, #(#names,)* out, #(#sinks),*)
-                    }
-                }
-            }
-        });
-        quote!(#(#modules)*)
+        function_param_modules(self.signature)
     }
 
     /// The marker path of the call's argument `i`: the callee's, or for a
@@ -334,6 +377,37 @@ impl Passes<'_> {
             }
         }
     }
+}
+
+/// For each closure a compiled function passes (its closures' too), a
+/// check that the callee took the compiled path (else it has no passes
+/// taking closures), in a const next to the function: a failure is the
+/// message, at the closure.
+pub(crate) fn closure_checks(compiled: &super::Compiled) -> TokenStream {
+    let checks = closure_asserts(compiled);
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    quote!(const _: () = { #checks };)
+}
+
+fn closure_asserts(compiled: &super::Compiled) -> TokenStream {
+    let checks = compiled.function.closures.iter().map(|def| {
+        // (The callee's path as the user wrote it: the function's module
+        // is where the const is.)
+        let mut callee = def.callee.clone();
+        crate::relocate::back(&mut callee);
+        let name = quote!(#callee).to_string().replace(' ', "");
+        let message = format!("`{name}` took the tape path, so a function on the compiled path cannot pass it closures: `DELTAD_ENGINE=1 cargo build` says why it took the tape; or drop `compiled` from this function's `#[differentiate(..)]`");
+        quote_spanned! {def.span=>
+            ::core::assert!(#callee::__COMPILED, #message);
+        }
+    });
+    let inner = compiled
+        .closures
+        .iter()
+        .map(|closure| closure_asserts(&closure.compiled));
+    quote!(#(#checks)* #(#inner)*)
 }
 
 /// The module of the body's closure `n`.

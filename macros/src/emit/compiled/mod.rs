@@ -20,6 +20,7 @@ use crate::ir::{Function, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 use values::Side;
 
+pub(crate) use functions::{closure_checks, tape_callee_passes};
 pub(crate) use keeps::{
     exports as keeps_exports, exports_nothing as keeps_exports_false, keeps_const, keeps_something,
     Keeps,

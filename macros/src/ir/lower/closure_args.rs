@@ -90,6 +90,7 @@ impl Lowerer {
         names.visit_expr(&closure.body);
         let mut captures = Vec::new();
         let mut captured: Vec<VarId> = Vec::new();
+        let mut untyped = Vec::new();
         for name in names.found {
             if own.contains(&name) {
                 continue;
@@ -123,6 +124,11 @@ impl Lowerer {
                         || self.reals.contains(&var);
                     match annotation {
                         _ if real && !self.plain.contains(&var) => (quote!(#float), false, value),
+                        // (Its type from the analysis: see `ClosureFn::untyped`.)
+                        None if !self.plain.contains(&var) => {
+                            untyped.push((params.len(), var));
+                            (quote!(_), false, value)
+                        }
                         Some(ty) if crate::types::passed_again(&ty) => (quote!(#ty), true, value),
                         Some(_) => return Err(Unsupported::new(
                             span,
@@ -172,6 +178,7 @@ impl Lowerer {
             callee: callee.clone(),
             param,
             own: own_count,
+            untyped,
             span: closure.span(),
         });
         Ok(Some(ClosureArg {

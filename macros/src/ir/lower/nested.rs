@@ -246,7 +246,7 @@ impl Lowerer {
         if !in_place {
             return Err(Unsupported::new(
                 tangent.span(),
-                "the tangent of a `jvp` taken inside a differentiated function is on the compiled path written in place (`&f::Grad { .. }`) or as a parameter",
+                "the tangent of a `jvp` taken inside a differentiated function is on the compiled path written in place (`&f::Grad { .. }`), in a `let` of a literal that only the next statement reads, or as a parameter",
             ));
         }
         let entry = joined(
@@ -343,6 +343,9 @@ impl Lets {
         if init.diverge.is_some() {
             return None;
         }
+        if let Some(()) = inline_tangent(local, rest) {
+            return Some(Vec::new());
+        }
         let (call, function, kind) = derivative(&init.expr)?;
         // The value's name and the other's (`_` for one not wanted).
         let (value, other) = match (&local.pat, kind.as_str()) {
@@ -419,6 +422,105 @@ impl Lets {
             }
         }
         Some(lets)
+    }
+}
+
+/// `let t = f::Grad { .. };` whose one use is the tangent `&t` of a `jvp`
+/// in the next statement: the literal is written in place there (a
+/// tangent written in place is a constant the entry `f::__jvp` takes),
+/// and the `let` goes.
+fn inline_tangent(local: &syn::Local, rest: &mut [syn::Stmt]) -> Option<()> {
+    let syn::Pat::Ident(ident) = &local.pat else {
+        return None;
+    };
+    let name = plain_name(ident)?;
+    let init = local.init.as_ref()?;
+    let SynExpr::Struct(literal) = strip(&init.expr) else {
+        return None;
+    };
+    if literal.path.segments.last()?.ident != "Grad" || literal.rest.is_some() {
+        return None;
+    }
+    // (Its fields read no variable the next statement could change first:
+    // none assigned there.)
+    let (next, later) = rest.split_first_mut()?;
+    let name_text = syn::ext::IdentExt::unraw(&name).to_string();
+    let uses = |stmts: &[syn::Stmt]| {
+        let mut count = Count {
+            name: &name_text,
+            count: 0,
+        };
+        for stmt in stmts {
+            count.visit_stmt(stmt);
+        }
+        count.count
+    };
+    if uses(std::slice::from_ref(next)) != 1 || uses(later) != 0 {
+        return None;
+    }
+    let mut place = Place {
+        name: &name_text,
+        literal: &init.expr,
+        done: false,
+    };
+    place.visit_stmt_mut(next);
+    place.done.then_some(())
+}
+
+/// Counts the uses of a name (macros' tokens too).
+struct Count<'a> {
+    name: &'a str,
+    count: usize,
+}
+
+impl<'ast> Visit<'ast> for Count<'_> {
+    fn visit_ident(&mut self, ident: &'ast syn::Ident) {
+        if syn::ext::IdentExt::unraw(ident) == self.name {
+            self.count += 1;
+        }
+    }
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        fn count(tokens: proc_macro2::TokenStream, name: &str, found: &mut usize) {
+            for token in tokens {
+                match token {
+                    proc_macro2::TokenTree::Ident(ident) if ident == name => *found += 1,
+                    proc_macro2::TokenTree::Group(group) => count(group.stream(), name, found),
+                    _ => {}
+                }
+            }
+        }
+        count(mac.tokens.clone(), self.name, &mut self.count);
+    }
+}
+
+/// Writes the literal in place of `&name` as the last argument of a
+/// `jvp` call.
+struct Place<'a> {
+    name: &'a str,
+    literal: &'a SynExpr,
+    done: bool,
+}
+
+impl VisitMut for Place<'_> {
+    fn visit_expr_call_mut(&mut self, call: &mut syn::ExprCall) {
+        syn::visit_mut::visit_expr_call_mut(self, call);
+        let is_jvp = matches!(
+            strip(&call.func),
+            SynExpr::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "jvp")
+        );
+        let Some(last) = call.args.last_mut() else {
+            return;
+        };
+        if !is_jvp {
+            return;
+        }
+        if let SynExpr::Reference(reference) = last {
+            if reference.mutability.is_none() && names(&reference.expr, self.name) {
+                let literal = self.literal;
+                *reference.expr = syn::parse_quote_spanned!(literal.span()=> #literal);
+                self.done = true;
+            }
+        }
     }
 }
 
