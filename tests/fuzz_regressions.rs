@@ -1769,3 +1769,95 @@ mod pushed_between_literals {
         assert_close(&got, &fd, "central differences");
     }
 }
+
+/// Found as programs p40, p60, p139, p172 and p248 of `--seed 158` (seed
+/// 9677112799807690642 and others): a closure whose value is a constant
+/// real (`|t: f64| 0.5`, `|t: f64| (1.7f64.sin() * 0.9).acos()`) given to a
+/// function parameter did not compile on the tape (its constant was not
+/// lifted to the dual value the callee takes).
+mod constant_closure_given_to_a_function {
+    use super::*;
+
+    #[differentiate]
+    pub fn sum_over<F: Fn(f64) -> f64>(x0: f64, func: F) -> f64 {
+        func(x0) * x0 + func(0.5 * x0).sin()
+    }
+
+    macro_rules! constant {
+        ($name:ident $(, $engine:ident)?) => {
+            #[differentiate$(($engine))?]
+            pub fn $name(x0: f64, x1: f64) -> f64 {
+                sum_over(x0, |t: f64| 0.5) + sum_over(x1, |t: f64| (1.7f64.sin() * 0.9).acos().sin())
+                    + sum_over(x0, |t: f64| t * x1)
+            }
+        };
+    }
+    constant!(constant_default);
+    constant!(constant_tape, tape);
+    constant!(constant_compiled, compiled);
+
+    #[test]
+    fn a_constant_closure_is_lifted() {
+        let (x0, x1): (f64, f64) = (0.7, -0.4);
+        let c = (1.7f64.sin() * 0.9).acos().sin();
+        // d/dx0 [0.5 x0 + sin 0.5 + c x1 + sin c + x0² x1 + sin(0.5 x0 x1)], and d/dx1.
+        let expected = [
+            0.5 + 2.0 * x0 * x1 + 0.5 * x1 * (0.5 * x0 * x1).cos(),
+            c + x0 * x0 + 0.5 * x0 * (0.5 * x0 * x1).cos(),
+        ];
+        let default = constant_default::grad(x0, x1);
+        let tape = constant_tape::grad(x0, x1);
+        let compiled = constant_compiled::grad(x0, x1);
+        for (what, g) in [
+            ("default", [default.x0, default.x1]),
+            ("tape", [tape.x0, tape.x1]),
+            ("compiled", [compiled.x0, compiled.x1]),
+        ] {
+            assert_close(&g, &expected, what);
+        }
+    }
+}
+
+/// Found as programs p80, p131, p142, p153 and p243 of `--seed 158` (seed
+/// 6017304522860327214 and others): a function taking a function and
+/// returning a user type did not compile (its result's type for compiled
+/// callers was not emitted).
+mod function_parameter_and_a_result_of_a_user_type {
+    use super::*;
+
+    #[derive(Differentiable, Clone, Debug)]
+    pub struct Pair {
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[differentiate]
+    pub fn pair_of<F: Fn(f64) -> f64>(x0: f64, func: F) -> Pair {
+        Pair {
+            a: func(x0) * x0,
+            b: func(-x0),
+        }
+    }
+
+    macro_rules! reads {
+        ($name:ident $(, $engine:ident)?) => {
+            #[differentiate$(($engine))?]
+            pub fn $name(x0: f64, x1: f64) -> f64 {
+                let p = pair_of(x0, |t: f64| (t * x1).sin());
+                p.a + p.b * x1
+            }
+        };
+    }
+    reads!(reads_compiled, compiled);
+    reads!(reads_tape, tape);
+
+    #[test]
+    fn its_fields_are_differentiated() {
+        let (x0, x1) = (0.7, -0.4);
+        let g = reads_compiled::grad(x0, x1);
+        let t = reads_tape::grad(x0, x1);
+        assert_close(&[g.x0, g.x1], &[t.x0, t.x1], "the tape");
+        let fd = finite_difference(|p| reads_compiled(p[0], p[1]), &[x0, x1]);
+        assert_close(&[g.x0, g.x1], &fd, "central differences");
+    }
+}

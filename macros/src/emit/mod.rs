@@ -191,7 +191,7 @@ pub(crate) fn module(
         .filter(|signature| has_compiled_convention(signature) || signature.takes_functions())
         .map(compiled::Passes::markers);
     let output_alias = signature
-        .filter(|signature| has_compiled_convention(signature))
+        .filter(|signature| has_compiled_convention(signature) || signature.takes_functions())
         .map(compiled::Passes::output_alias);
     let entries = signature.map(|signature| nested_entries::entry_modules(signature, &impl_module));
     let closure_checks = compiled.map(compiled::closure_checks);

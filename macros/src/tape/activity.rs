@@ -75,6 +75,50 @@ impl Activity {
     }
 }
 
+/// True if `expr` is by its form a real: a float literal, arithmetic,
+/// a negation, a math method or a float type's function (`f64::exp(..)`),
+/// in parentheses or a block's tail.
+fn evidently_real(expr: &Expr) -> bool {
+    match expr {
+        Expr::Lit(lit) => matches!(lit.lit, syn::Lit::Float(_)),
+        Expr::Paren(paren) => evidently_real(&paren.expr),
+        Expr::Group(group) => evidently_real(&group.expr),
+        Expr::Block(block) => match block.block.stmts.last() {
+            Some(syn::Stmt::Expr(tail, None)) => evidently_real(tail),
+            _ => false,
+        },
+        Expr::Unary(unary) => matches!(unary.op, syn::UnOp::Neg(_)) && evidently_real(&unary.expr),
+        Expr::Binary(binary) => {
+            matches!(
+                binary.op,
+                syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_) | syn::BinOp::Div(_)
+            ) && (evidently_real(&binary.left) || evidently_real(&binary.right))
+        }
+        // (Integers have some of the math methods: those need a real
+        // receiver.)
+        Expr::MethodCall(call) => {
+            let method = call.method.to_string();
+            const INTEGERS_HAVE: &[&str] = &[
+                "abs",
+                "max",
+                "min",
+                "pow",
+                "signum",
+                "clamp",
+                "rem_euclid",
+                "div_euclid",
+            ];
+            crate::methods::is_math_method(&method)
+                && (!INTEGERS_HAVE.contains(&method.as_str()) || evidently_real(&call.receiver))
+        }
+        Expr::Call(call) => matches!(
+            &*call.func,
+            Expr::Path(path) if matches!(syntax::classify_call(&path.path), syntax::CallKind::FloatMath(_))
+        ),
+        _ => false,
+    }
+}
+
 /// Passes after which the analysis stops even if not stable. Shapes only grow
 /// and their height is bounded by the nesting of the code, so real code
 /// stabilises in a handful of passes.
@@ -956,8 +1000,17 @@ impl Analyzer<'_> {
                 let ret = self.closure(arg, None);
                 if others_active || ret.is_active() {
                     let params = vec![Shape::Opaque; closure.inputs.len()];
-                    self.closure(arg, Some(&params));
+                    let ret = self.closure(arg, Some(&params));
                     args[index] = Shape::Opaque;
+                    // A constant real result (`|t: f64| 0.5`): the callee
+                    // takes a dual value, so the body is lifted.
+                    let key = arg as *const Expr as usize;
+                    if !ret.is_active() && evidently_real(&closure.body) {
+                        if let Some(mut shapes) = self.closures.get(&key).cloned() {
+                            shapes.ret = Shape::Real;
+                            self.store_closure(key, shapes);
+                        }
+                    }
                 }
             }
         }

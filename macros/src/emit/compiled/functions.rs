@@ -143,11 +143,12 @@ pub(crate) fn tape_callee_passes(signature: &Signature) -> TokenStream {
         Ident::new(super::ADJ_FN, Span::call_site()),
     );
     let keeps = keeps::keeps_something();
+    let prim = signature.precision.ident(Span::call_site());
     quote! {
         #modules
         #keeps
         #[doc(hidden)]
-        pub fn #fwd<S, R, #(#arg_types),*>(_: &mut R, #(#args: #arg_types),*) -> super::__Out<S> {
+        pub fn #fwd<S: ::deltad::__private::Scalar<Prim = #prim>, R, #(#arg_types),*>(_: &mut R, #(#args: #arg_types),*) -> super::__Out<S> {
             ::core::unreachable!("a compiled caller's const check fails to compile first")
         }
         #[doc(hidden)]
