@@ -328,40 +328,29 @@ fn well(x: &[f64], centre: &[f64], s: f64) -> f64 {
 
 /// Where descent on the well ends, scored: its closures capture slices
 /// and a real, one computes the well's gradient inside (a derivative
-/// nested in the closure).
-#[differentiate(compiled)]
-fn settled_compiled(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
-    // (A local the closures read whose type its `let` does not say.)
-    let damp = if s > 1.5 { 1.5 / s } else { 1.0 };
-    let end: Vec<f64> = descent(
-        |x: &[f64]| well(x, centre, s) * damp,
-        |x: &[f64]| {
-            let g = well::grad(x, centre, s).x;
-            let scaled: Vec<f64> = g.iter().map(|v| v * damp).collect();
-            scaled
-        },
-        start,
-        12,
-    );
-    end[0] * end[0] + 3.0 * end[1] + s * end[0]
+/// nested in the closure). On the compiled path and on the tape.
+macro_rules! settled {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
+            // (A local the closures read whose type its `let` does not say.)
+            let damp = if s > 1.5 { 1.5 / s } else { 1.0 };
+            let end: Vec<f64> = descent(
+                |x: &[f64]| well(x, centre, s) * damp,
+                |x: &[f64]| {
+                    let g = well::grad(x, centre, s).x;
+                    let scaled: Vec<f64> = g.iter().map(|v| v * damp).collect();
+                    scaled
+                },
+                start,
+                12,
+            );
+            end[0] * end[0] + 3.0 * end[1] + s * end[0]
+        }
+    };
 }
-
-#[differentiate(tape)]
-fn settled_tape(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
-    // (A local the closures read whose type its `let` does not say.)
-    let damp = if s > 1.5 { 1.5 / s } else { 1.0 };
-    let end: Vec<f64> = descent(
-        |x: &[f64]| well(x, centre, s) * damp,
-        |x: &[f64]| {
-            let g = well::grad(x, centre, s).x;
-            let scaled: Vec<f64> = g.iter().map(|v| v * damp).collect();
-            scaled
-        },
-        start,
-        12,
-    );
-    end[0] * end[0] + 3.0 * end[1] + s * end[0]
-}
+settled!(settled_compiled, compiled);
+settled!(settled_tape, tape);
 
 #[test]
 fn an_optimiser_given_closures_on_the_compiled_path() {

@@ -670,40 +670,30 @@ fn bowl(x: &[f64], w: f64) -> f64 {
 
 /// A `jvp`'s tangent held in a `let` of a `Grad` literal that the next
 /// statement alone reads (as GradBench's forward variants write it): the
-/// literal is taken as written in place, on the compiled path.
-#[differentiate(compiled)]
-fn forces_by_local_tangents(x: &[f64], w: f64) -> f64 {
-    let mut force: Vec<f64> = Vec::new();
-    for k in 0..2 {
-        let direction = bowl::Grad {
-            x: if k == 0 {
-                vec![1.0, 0.0]
-            } else {
-                vec![0.0, 1.0]
-            },
-            w: 0.0,
-        };
-        force.push(bowl::jvp(x, w, &direction).1);
-    }
-    force[0] * x[1] + force[1] * force[1]
+/// literal is taken as written in place, on the compiled path (and the
+/// same function on the tape).
+macro_rules! forces_by_local_tangents {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(x: &[f64], w: f64) -> f64 {
+            let mut force: Vec<f64> = Vec::new();
+            for k in 0..2 {
+                let direction = bowl::Grad {
+                    x: if k == 0 {
+                        vec![1.0, 0.0]
+                    } else {
+                        vec![0.0, 1.0]
+                    },
+                    w: 0.0,
+                };
+                force.push(bowl::jvp(x, w, &direction).1);
+            }
+            force[0] * x[1] + force[1] * force[1]
+        }
+    };
 }
-
-#[differentiate(tape)]
-fn forces_by_local_tangents_tape(x: &[f64], w: f64) -> f64 {
-    let mut force: Vec<f64> = Vec::new();
-    for k in 0..2 {
-        let direction = bowl::Grad {
-            x: if k == 0 {
-                vec![1.0, 0.0]
-            } else {
-                vec![0.0, 1.0]
-            },
-            w: 0.0,
-        };
-        force.push(bowl::jvp(x, w, &direction).1);
-    }
-    force[0] * x[1] + force[1] * force[1]
-}
+forces_by_local_tangents!(forces_by_local_tangents, compiled);
+forces_by_local_tangents!(forces_by_local_tangents_tape, tape);
 
 #[test]
 fn a_jvp_along_a_tangent_held_in_a_local() {

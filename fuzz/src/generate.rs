@@ -32,6 +32,7 @@ pub fn program(name: &str, seed: u64) -> Program {
         uses_struct,
         checkpoint: false,
         stencils: Vec::new(),
+        takes_function: false,
     };
     let mut funcs = Vec::new();
     for h in 0..helpers {
@@ -132,6 +133,8 @@ struct Gen {
     checkpoint: bool,
     /// The `Stencil` loops enclosing the current statement.
     stencils: Vec<Stencil>,
+    /// The function being generated takes a function (`ParamTy::Func`).
+    takes_function: bool,
 }
 
 /// A `Stencil` loop: its variable and the buffers its body may index
@@ -341,6 +344,7 @@ impl Gen {
     fn helper(&mut self, name: &str) -> Func {
         let params = self.params(true);
         self.begin_function(&params, true);
+        self.takes_function = params.iter().any(|p| p.ty == ParamTy::Func);
         // Some helpers return a `Pt` (then they cannot `return` a real).
         let returns_struct = self.uses_struct && self.rng.chance(0.35);
         self.allow_return = !returns_struct;
@@ -366,6 +370,7 @@ impl Gen {
     fn entry(&mut self) -> Func {
         let params = self.params(false);
         self.begin_function(&params, false);
+        self.takes_function = false;
         let body = self.top_block(3);
         let (ret, _) = self.real_capped(3);
         Func {
@@ -948,32 +953,20 @@ impl Gen {
     /// A closure given to a function parameter: like `let_closure`'s, its
     /// value squashed to about 3.
     fn closure_arg(&mut self) -> Arg {
-        let param = self.name("t");
-        let saved = self.vars.clone();
-        let saved_mode = self.mode.clone();
-        for v in self.vars.iter_mut() {
-            if !v.capturable || matches!(v.kind, Kind::Buf(_) | Kind::Closure) {
-                v.hidden = true;
-            }
-        }
-        self.mode = Mode::Straight(Vec::new());
-        self.declare(&param, Kind::Real, CAP, false);
-        let (body, bound) = self.real_capped(2);
+        let (param, body, bound) = self.closure_body();
         let (body, _) = if bound > 3.0 {
             self.squash(body, bound)
         } else {
             (body, bound)
         };
-        self.vars = saved;
-        self.mode = saved_mode;
         Arg::Closure { param, body }
     }
 
-    fn let_closure(&mut self) -> Stmt {
-        let name = self.name("c");
+    /// A closure's parameter and body, and the body's bound: the body sees
+    /// the parameter and captures only variables that are never assigned
+    /// (so the closure's borrow cannot conflict).
+    fn closure_body(&mut self) -> (String, Expr, f64) {
         let param = self.name("t");
-        // The body sees the parameter and captures only variables that are
-        // never assigned (so the closure's borrow cannot conflict).
         let saved = self.vars.clone();
         let saved_mode = self.mode.clone();
         for v in self.vars.iter_mut() {
@@ -986,6 +979,12 @@ impl Gen {
         let (body, bound) = self.real_capped(2);
         self.vars = saved;
         self.mode = saved_mode;
+        (param, body, bound)
+    }
+
+    fn let_closure(&mut self) -> Stmt {
+        let name = self.name("c");
+        let (param, body, bound) = self.closure_body();
         self.declare(&name, Kind::Closure, bound, false);
         Stmt::LetClosure { name, param, body }
     }
@@ -1604,9 +1603,11 @@ impl Gen {
     /// helper returning a `Pt` read by one of its fields).
     fn call(&mut self, depth: usize) -> (Expr, f64) {
         let h = self.rng.below(self.helpers.len());
-        // Sometimes a derivative of the helper instead (which takes the
-        // function to the tape; not in `#[preaccumulate]` loops).
-        if self.mode == Mode::Normal && self.rng.chance(0.1) {
+        // Sometimes a derivative of the helper instead (not in
+        // `#[preaccumulate]` loops; not in a helper taking a function: one
+        // whose tangent is computed from differentiated values takes its
+        // function to the tape, where it takes no compiled closure).
+        if self.mode == Mode::Normal && !self.takes_function && self.rng.chance(0.1) {
             if let Some(derivative) = self.derivative_of(h, depth) {
                 return derivative;
             }

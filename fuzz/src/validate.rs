@@ -183,23 +183,7 @@ impl Env<'_> {
                     && self.in_loop(&[(elem.clone(), Kind::Struct)], body)
             }
             Stmt::LetClosure { name, param, body } => {
-                // The body sees the parameter and immutable reals only.
-                let captured: Vec<(String, Kind)> = self
-                    .vars
-                    .iter()
-                    .map(|(n, k)| {
-                        let k = match k {
-                            Kind::Real { mutable: false } => *k,
-                            _ => Kind::Closure, // not readable as a real
-                        };
-                        (n.clone(), k)
-                    })
-                    .collect();
-                let saved = std::mem::replace(&mut self.vars, captured);
-                self.vars
-                    .push((param.clone(), Kind::Real { mutable: false }));
-                let ok = self.expr(body) && !has_seq_access(body);
-                self.vars = saved;
+                let ok = self.closure(param, body);
                 self.vars.push((name.clone(), Kind::Closure));
                 ok
             }
