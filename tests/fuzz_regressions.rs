@@ -1774,7 +1774,9 @@ mod pushed_between_literals {
 /// 9677112799807690642 and others): a closure whose value is a constant
 /// real (`|t: f64| 0.5`, `|t: f64| (1.7f64.sin() * 0.9).acos()`) given to a
 /// function parameter did not compile on the tape (its constant was not
-/// lifted to the dual value the callee takes).
+/// lifted to the dual value the callee takes); then as p90 and p273 of
+/// `--seed 160` (seeds 4541974061967229492, 8496042867689982412): a
+/// constant parameter (`|t: f64| c`) and `f64::sin_cos(..).0`.
 mod constant_closure_given_to_a_function {
     use super::*;
 
@@ -1786,9 +1788,11 @@ mod constant_closure_given_to_a_function {
     macro_rules! constant {
         ($name:ident $(, $engine:ident)?) => {
             #[differentiate$(($engine))?]
-            pub fn $name(x0: f64, x1: f64) -> f64 {
+            pub fn $name(x0: f64, x1: f64, #[no_grad] c: f64) -> f64 {
                 sum_over(x0, |t: f64| 0.5) + sum_over(x1, |t: f64| (1.7f64.sin() * 0.9).acos().sin())
                     + sum_over(x0, |t: f64| t * x1)
+                    + sum_over(x1, |t: f64| c)
+                    + sum_over(x0, |t: f64| f64::sin_cos(-1.83).0)
             }
         };
     }
@@ -1798,16 +1802,18 @@ mod constant_closure_given_to_a_function {
 
     #[test]
     fn a_constant_closure_is_lifted() {
-        let (x0, x1): (f64, f64) = (0.7, -0.4);
+        let (x0, x1, k): (f64, f64, f64) = (0.7, -0.4, 1.3);
         let c = (1.7f64.sin() * 0.9).acos().sin();
-        // d/dx0 [0.5 x0 + sin 0.5 + c x1 + sin c + x0² x1 + sin(0.5 x0 x1)], and d/dx1.
+        let s = (-1.83f64).sin();
+        // d/dx0 [0.5 x0 + sin 0.5 + c x1 + sin c + x0² x1 + sin(0.5 x0 x1)
+        // + k x1 + sin k + s x0 + sin s], and d/dx1.
         let expected = [
-            0.5 + 2.0 * x0 * x1 + 0.5 * x1 * (0.5 * x0 * x1).cos(),
-            c + x0 * x0 + 0.5 * x0 * (0.5 * x0 * x1).cos(),
+            0.5 + 2.0 * x0 * x1 + 0.5 * x1 * (0.5 * x0 * x1).cos() + s,
+            c + x0 * x0 + 0.5 * x0 * (0.5 * x0 * x1).cos() + k,
         ];
-        let default = constant_default::grad(x0, x1);
-        let tape = constant_tape::grad(x0, x1);
-        let compiled = constant_compiled::grad(x0, x1);
+        let default = constant_default::grad(x0, x1, k);
+        let tape = constant_tape::grad(x0, x1, k);
+        let compiled = constant_compiled::grad(x0, x1, k);
         for (what, g) in [
             ("default", [default.x0, default.x1]),
             ("tape", [tape.x0, tape.x1]),

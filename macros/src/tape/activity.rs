@@ -76,23 +76,36 @@ impl Activity {
 }
 
 /// True if `expr` is by its form a real: a float literal, arithmetic,
-/// a negation, a math method or a float type's function (`f64::exp(..)`),
-/// in parentheses or a block's tail.
-fn evidently_real(expr: &Expr) -> bool {
+/// a negation, a math method or a float type's function (`f64::exp(..)`,
+/// `f64::sin_cos(..).0`), a parameter declared with the float type
+/// (`reals`), in parentheses or a block's tail.
+fn evidently_real(expr: &Expr, reals: &HashSet<String>) -> bool {
+    let real = |e: &Expr| evidently_real(e, reals);
+    let float_math = |e: &Expr| match e {
+        Expr::Call(call) => matches!(
+            &*call.func,
+            Expr::Path(path) if matches!(syntax::classify_call(&path.path), syntax::CallKind::FloatMath(_))
+        ),
+        _ => false,
+    };
     match expr {
         Expr::Lit(lit) => matches!(lit.lit, syn::Lit::Float(_)),
-        Expr::Paren(paren) => evidently_real(&paren.expr),
-        Expr::Group(group) => evidently_real(&group.expr),
+        Expr::Path(path) => path
+            .path
+            .get_ident()
+            .is_some_and(|ident| reals.contains(&ident.to_string())),
+        Expr::Paren(paren) => real(&paren.expr),
+        Expr::Group(group) => real(&group.expr),
         Expr::Block(block) => match block.block.stmts.last() {
-            Some(syn::Stmt::Expr(tail, None)) => evidently_real(tail),
+            Some(syn::Stmt::Expr(tail, None)) => real(tail),
             _ => false,
         },
-        Expr::Unary(unary) => matches!(unary.op, syn::UnOp::Neg(_)) && evidently_real(&unary.expr),
+        Expr::Unary(unary) => matches!(unary.op, syn::UnOp::Neg(_)) && real(&unary.expr),
         Expr::Binary(binary) => {
             matches!(
                 binary.op,
                 syn::BinOp::Add(_) | syn::BinOp::Sub(_) | syn::BinOp::Mul(_) | syn::BinOp::Div(_)
-            ) && (evidently_real(&binary.left) || evidently_real(&binary.right))
+            ) && (real(&binary.left) || real(&binary.right))
         }
         // (Integers have some of the math methods: those need a real
         // receiver.)
@@ -109,13 +122,13 @@ fn evidently_real(expr: &Expr) -> bool {
                 "div_euclid",
             ];
             crate::methods::is_math_method(&method)
-                && (!INTEGERS_HAVE.contains(&method.as_str()) || evidently_real(&call.receiver))
+                && (!INTEGERS_HAVE.contains(&method.as_str()) || real(&call.receiver))
         }
-        Expr::Call(call) => matches!(
-            &*call.func,
-            Expr::Path(path) if matches!(syntax::classify_call(&path.path), syntax::CallKind::FloatMath(_))
-        ),
-        _ => false,
+        // `f64::sin_cos(x).0`.
+        Expr::Field(field) => {
+            matches!(field.member, syn::Member::Unnamed(_)) && float_math(&field.base)
+        }
+        other => float_math(other),
     }
 }
 
@@ -136,6 +149,15 @@ pub(crate) fn analyze(signature: &Signature, body: &Block, macros: &MacroTable) 
         changed: false,
         activity: Activity::default(),
         closures: HashMap::new(),
+        reals: signature
+            .params
+            .iter()
+            .filter(|param| {
+                crate::signature::float_name(&param.ty).as_deref()
+                    == Some(signature.precision.name())
+            })
+            .map(|param| param.name.to_string())
+            .collect(),
     };
     for _ in 0..MAX_PASSES {
         analyzer.changed = false;
@@ -222,6 +244,8 @@ struct Analyzer<'m> {
     activity: Activity,
     /// Closure shapes, kept across passes (they only grow).
     closures: HashMap<usize, ClosureShapes>,
+    /// The parameters declared with the function's float type.
+    reals: HashSet<String>,
 }
 
 impl Analyzer<'_> {
@@ -1005,7 +1029,7 @@ impl Analyzer<'_> {
                     // A constant real result (`|t: f64| 0.5`): the callee
                     // takes a dual value, so the body is lifted.
                     let key = arg as *const Expr as usize;
-                    if !ret.is_active() && evidently_real(&closure.body) {
+                    if !ret.is_active() && evidently_real(&closure.body, &self.reals) {
                         if let Some(mut shapes) = self.closures.get(&key).cloned() {
                             shapes.ret = Shape::Real;
                             self.store_closure(key, shapes);
