@@ -1776,7 +1776,9 @@ mod pushed_between_literals {
 /// function parameter did not compile on the tape (its constant was not
 /// lifted to the dual value the callee takes); then as p90 and p273 of
 /// `--seed 160` (seeds 4541974061967229492, 8496042867689982412): a
-/// constant parameter (`|t: f64| c`) and `f64::sin_cos(..).0`.
+/// constant parameter (`|t: f64| c`) and `f64::sin_cos(..).0`; then as p166
+/// and p25 of `--seed 161` (seeds 9132132048088919912, 4040815837598400064):
+/// a local declared `f64` and `x.sin_cos().0`.
 mod constant_closure_given_to_a_function {
     use super::*;
 
@@ -1789,10 +1791,13 @@ mod constant_closure_given_to_a_function {
         ($name:ident $(, $engine:ident)?) => {
             #[differentiate$(($engine))?]
             pub fn $name(x0: f64, x1: f64, #[no_grad] c: f64) -> f64 {
+                let local: f64 = -0.27;
                 sum_over(x0, |t: f64| 0.5) + sum_over(x1, |t: f64| (1.7f64.sin() * 0.9).acos().sin())
                     + sum_over(x0, |t: f64| t * x1)
                     + sum_over(x1, |t: f64| c)
                     + sum_over(x0, |t: f64| f64::sin_cos(-1.83).0)
+                    + sum_over(x1, |t: f64| local)
+                    + sum_over(x0, |t: f64| c.sin_cos().1)
             }
         };
     }
@@ -1807,9 +1812,10 @@ mod constant_closure_given_to_a_function {
         let s = (-1.83f64).sin();
         // d/dx0 [0.5 x0 + sin 0.5 + c x1 + sin c + x0² x1 + sin(0.5 x0 x1)
         // + k x1 + sin k + s x0 + sin s], and d/dx1.
+        // + l x1 + sin l + k' x0 + sin k', l = -0.27, k' = cos k.
         let expected = [
-            0.5 + 2.0 * x0 * x1 + 0.5 * x1 * (0.5 * x0 * x1).cos() + s,
-            c + x0 * x0 + 0.5 * x0 * (0.5 * x0 * x1).cos() + k,
+            0.5 + 2.0 * x0 * x1 + 0.5 * x1 * (0.5 * x0 * x1).cos() + s + k.cos(),
+            c + x0 * x0 + 0.5 * x0 * (0.5 * x0 * x1).cos() + k - 0.27,
         ];
         let default = constant_default::grad(x0, x1, k);
         let tape = constant_tape::grad(x0, x1, k);

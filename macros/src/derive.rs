@@ -47,6 +47,25 @@ pub fn derive(input: TokenStream) -> TokenStream {
             return errors.to_compile_errors();
         }
     };
+    // (A bare trait object or `impl Trait` is no field's type in valid Rust;
+    // the generated code names field types in qualified paths, where such
+    // a type does not parse.)
+    let fields: Vec<&syn::Field> = match &input.data {
+        Data::Struct(data) => data.fields.iter().collect(),
+        Data::Enum(data) => data.variants.iter().flat_map(|v| v.fields.iter()).collect(),
+        Data::Union(_) => Vec::new(),
+    };
+    for field in fields {
+        if matches!(
+            field.ty,
+            syn::Type::TraitObject(_) | syn::Type::ImplTrait(_)
+        ) {
+            errors.at(
+                &field.ty,
+                "#[derive(Differentiable)] takes fields of sized types: a trait object or `impl Trait` is not one (box it in a type of your own)",
+            );
+        }
+    }
     if !errors.is_empty() {
         return errors.to_compile_errors();
     }

@@ -124,9 +124,11 @@ fn evidently_real(expr: &Expr, reals: &HashSet<String>) -> bool {
             crate::methods::is_math_method(&method)
                 && (!INTEGERS_HAVE.contains(&method.as_str()) || real(&call.receiver))
         }
-        // `f64::sin_cos(x).0`.
+        // `f64::sin_cos(x).0`, `x.sin_cos().0`.
         Expr::Field(field) => {
-            matches!(field.member, syn::Member::Unnamed(_)) && float_math(&field.base)
+            matches!(field.member, syn::Member::Unnamed(_))
+                && (float_math(&field.base)
+                    || matches!(&*field.base, Expr::MethodCall(call) if call.method == "sin_cos"))
         }
         other => float_math(other),
     }
@@ -244,7 +246,9 @@ struct Analyzer<'m> {
     activity: Activity,
     /// Closure shapes, kept across passes (they only grow).
     closures: HashMap<usize, ClosureShapes>,
-    /// The parameters declared with the function's float type.
+    /// The parameters and locals declared with the function's float type
+    /// (by name, whatever the scope: a wrong guess lifts a value of another
+    /// type, a compile error).
     reals: HashSet<String>,
 }
 
@@ -644,6 +648,15 @@ impl Analyzer<'_> {
             let is_last = index + 1 == stmts.len();
             shape = match stmt {
                 Stmt::Local(local) => {
+                    // (A local declared with the float type: a real, for
+                    // `evidently_real`.)
+                    if let Pat::Type(typed) = &local.pat {
+                        if let (Pat::Ident(ident), Some(_)) =
+                            (&*typed.pat, crate::signature::float_name(&typed.ty))
+                        {
+                            self.reals.insert(ident.ident.to_string());
+                        }
+                    }
                     let init = match &local.init {
                         Some(init) => {
                             let shape = self.expr(&init.expr);
