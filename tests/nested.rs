@@ -714,3 +714,37 @@ fn a_jvp_along_a_tangent_held_in_a_local() {
         assert_close(&got, &reference, "against central differences");
     }
 }
+
+/// A tangent's `let` whose variable the next statement changes before its
+/// `jvp`: not written in place (it would read the new value), so the
+/// function keeps the tangent's value as its `let` made it.
+#[differentiate]
+fn tangent_then_changed(x: &[f64], w: f64) -> f64 {
+    let mut v = 1.0;
+    let direction = bowl::Grad {
+        x: vec![v, 0.0],
+        w: 0.0,
+    };
+    let slope = {
+        v = 3.0;
+        bowl::jvp(x, w, &direction).1
+    };
+    slope * v
+}
+
+#[test]
+fn a_tangent_is_read_as_its_let_made_it() {
+    let (x, w) = ([0.5, -1.2], 0.7);
+    let (value, g) = tangent_then_changed::value_and_grad(&x, w);
+    assert_eq!(value, tangent_then_changed(&x, w));
+    near(
+        value,
+        3.0 * bowl::grad(&x, w).x[0],
+        1e-12,
+        "the slope along the first axis",
+    );
+    let mut got = g.x.clone();
+    got.push(g.w);
+    let reference = finite_difference(|p| tangent_then_changed(&p[..2], p[2]), &[x[0], x[1], w]);
+    assert_close(&got, &reference, "against central differences");
+}

@@ -86,12 +86,11 @@ impl Lowerer {
             syn::ReturnType::Default => quote!(#float),
         };
         // The variables it reads, in the order it first names them.
-        let mut names = Names::default();
-        names.visit_expr(&closure.body);
+        let names = Names::in_expr(&closure.body);
         let mut captures = Vec::new();
         let mut captured: Vec<VarId> = Vec::new();
         let mut untyped = Vec::new();
-        for name in names.found {
+        for name in names {
             if own.contains(&name) {
                 continue;
             }
@@ -236,14 +235,29 @@ fn returns_vec(body: &SynExpr) -> bool {
     }
 }
 
-/// The single-segment names an expression reads (macros' tokens too), in
-/// order.
+/// The single-segment names code reads (macros' tokens too), in order.
 #[derive(Default)]
-struct Names {
+pub(super) struct Names {
     found: Vec<String>,
 }
 
 impl Names {
+    /// The names `expr` reads.
+    pub(super) fn in_expr(expr: &SynExpr) -> Vec<String> {
+        let mut names = Names::default();
+        names.visit_expr(expr);
+        names.found
+    }
+
+    /// The names `stmts` read.
+    pub(super) fn in_stmts(stmts: &[syn::Stmt]) -> Vec<String> {
+        let mut names = Names::default();
+        for stmt in stmts {
+            names.visit_stmt(stmt);
+        }
+        names.found
+    }
+
     fn tokens(&mut self, tokens: TokenStream) {
         for token in tokens {
             match token {

@@ -19,6 +19,7 @@ use syn::visit_mut::VisitMut;
 use syn::Expr as SynExpr;
 
 use super::buffers::{binds, names};
+use super::closure_args::Names;
 use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::Call;
@@ -343,7 +344,7 @@ impl Lets {
         if init.diverge.is_some() {
             return None;
         }
-        if let Some(()) = inline_tangent(local, rest) {
+        if inline_tangent(local, rest) {
             return Some(Vec::new());
         }
         let (call, function, kind) = derivative(&init.expr)?;
@@ -428,69 +429,54 @@ impl Lets {
 /// `let t = f::Grad { .. };` whose one use is the tangent `&t` of a `jvp`
 /// in the next statement: the literal is written in place there (a
 /// tangent written in place is a constant the entry `f::__jvp` takes),
-/// and the `let` goes.
-fn inline_tangent(local: &syn::Local, rest: &mut [syn::Stmt]) -> Option<()> {
+/// and the `let` goes. True if it did.
+fn inline_tangent(local: &syn::Local, rest: &mut [syn::Stmt]) -> bool {
     let syn::Pat::Ident(ident) = &local.pat else {
-        return None;
+        return false;
     };
-    let name = plain_name(ident)?;
-    let init = local.init.as_ref()?;
+    let Some(name) = plain_name(ident) else {
+        return false;
+    };
+    let Some(init) = &local.init else {
+        return false;
+    };
     let SynExpr::Struct(literal) = strip(&init.expr) else {
-        return None;
+        return false;
     };
-    if literal.path.segments.last()?.ident != "Grad" || literal.rest.is_some() {
-        return None;
+    if literal
+        .path
+        .segments
+        .last()
+        .is_none_or(|s| s.ident != "Grad")
+        || literal.rest.is_some()
+    {
+        return false;
     }
-    // (Its fields read no variable the next statement could change first:
-    // none assigned there.)
-    let (next, later) = rest.split_first_mut()?;
-    let name_text = syn::ext::IdentExt::unraw(&name).to_string();
-    let uses = |stmts: &[syn::Stmt]| {
-        let mut count = Count {
-            name: &name_text,
-            count: 0,
-        };
-        for stmt in stmts {
-            count.visit_stmt(stmt);
-        }
-        count.count
+    let Some((next, later)) = rest.split_first_mut() else {
+        return false;
     };
-    if uses(std::slice::from_ref(next)) != 1 || uses(later) != 0 {
-        return None;
+    let name = syn::ext::IdentExt::unraw(&name).to_string();
+    let in_next = Names::in_stmts(std::slice::from_ref(next));
+    let uses = |names: &[String]| names.iter().filter(|n| **n == name).count();
+    if uses(&in_next) != 1 || uses(&Names::in_stmts(later)) != 0 {
+        return false;
+    }
+    // (The literal is then evaluated where the `jvp` reads it: the next
+    // statement names none of the variables it reads, so none of them has
+    // changed by then.)
+    if Names::in_expr(&init.expr)
+        .iter()
+        .any(|read| in_next.contains(read))
+    {
+        return false;
     }
     let mut place = Place {
-        name: &name_text,
+        name: &name,
         literal: &init.expr,
         done: false,
     };
     place.visit_stmt_mut(next);
-    place.done.then_some(())
-}
-
-/// Counts the uses of a name (macros' tokens too).
-struct Count<'a> {
-    name: &'a str,
-    count: usize,
-}
-
-impl<'ast> Visit<'ast> for Count<'_> {
-    fn visit_ident(&mut self, ident: &'ast syn::Ident) {
-        if syn::ext::IdentExt::unraw(ident) == self.name {
-            self.count += 1;
-        }
-    }
-    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        fn count(tokens: proc_macro2::TokenStream, name: &str, found: &mut usize) {
-            for token in tokens {
-                match token {
-                    proc_macro2::TokenTree::Ident(ident) if ident == name => *found += 1,
-                    proc_macro2::TokenTree::Group(group) => count(group.stream(), name, found),
-                    _ => {}
-                }
-            }
-        }
-        count(mac.tokens.clone(), self.name, &mut self.count);
-    }
+    place.done
 }
 
 /// Writes the literal in place of `&name` as the last argument of a
