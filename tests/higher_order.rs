@@ -371,3 +371,39 @@ fn an_optimiser_given_closures_on_the_compiled_path() {
         assert_close(&got, &reference, "against central differences");
     }
 }
+
+/// A closure given to the integrator whose body gives a closure to it again
+/// (a double integral), the inner call's path written relative to the
+/// module: the closure inside the closure is compiled too.
+macro_rules! double_mass {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(k: f64, upper: f64) -> f64 {
+            integrate(
+                |s: f64| self::integrate(|t: f64| (-k * s * t * t).exp(), 0.0, s, 20),
+                0.0,
+                upper,
+                20,
+            )
+        }
+    };
+}
+double_mass!(double_mass_compiled, compiled);
+double_mass!(double_mass_tape, tape);
+
+#[test]
+fn a_closure_inside_a_closure_given_to_a_function() {
+    let (k, upper) = (0.6, 1.4);
+    let (value, g) = double_mass_compiled::value_and_grad(k, upper);
+    let (value_t, g_t) = double_mass_tape::value_and_grad(k, upper);
+    assert_eq!(value, double_mass_compiled(k, upper));
+    near(value, value_t, 1e-13, "value against the tape");
+    assert_close_tol(
+        &[g.k, g.upper],
+        &[g_t.k, g_t.upper],
+        1e-12,
+        "against the tape",
+    );
+    let reference = finite_difference(|p| double_mass_compiled(p[0], p[1]), &[k, upper]);
+    assert_close(&[g.k, g.upper], &reference, "against central differences");
+}

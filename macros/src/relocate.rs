@@ -114,20 +114,20 @@ fn relocate_use(tree: &mut syn::UseTree) {
     }
 }
 
-/// Moves a relocated path back to the user's module (a relative path loses
-/// the two `super`s it gained; `self::x`, relocated `super::super::x`,
-/// becomes `x`, which names the same item there).
-pub(crate) fn back(path: &mut Path) {
+/// Moves a path relocated `levels` modules down back to the user's module
+/// (a relative path loses the `super`s it gained; `self::x`, relocated
+/// `super::super::x`, becomes `x`, which names the same item there).
+pub(crate) fn back(path: &mut Path, levels: usize) {
     let supers = path
         .segments
         .iter()
-        .take(2)
+        .take(levels)
         .filter(|s| s.ident == "super")
         .count();
-    if path.leading_colon.is_none() && supers == 2 {
+    if path.leading_colon.is_none() && supers == levels {
         let rest: Vec<PathSegment> = std::mem::take(&mut path.segments)
             .into_iter()
-            .skip(2)
+            .skip(levels)
             .collect();
         path.segments.extend(rest);
     }

@@ -385,19 +385,22 @@ impl Passes<'_> {
 /// taking closures), in a const next to the function: a failure is the
 /// message, at the closure.
 pub(crate) fn closure_checks(compiled: &super::Compiled) -> TokenStream {
-    let checks = closure_asserts(compiled);
+    // (The body is relocated two modules down.)
+    let checks = closure_asserts(compiled, 2);
     if checks.is_empty() {
         return TokenStream::new();
     }
     quote!(const _: () = { #checks };)
 }
 
-fn closure_asserts(compiled: &super::Compiled) -> TokenStream {
+/// The checks of `compiled`'s closures and theirs, its paths relocated
+/// `levels` modules down (a closure's body one more than its caller's).
+fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
     let checks = compiled.function.closures.iter().map(|def| {
         // (The callee's path as the user wrote it: the function's module
         // is where the const is.)
         let mut callee = def.callee.clone();
-        crate::relocate::back(&mut callee);
+        crate::relocate::back(&mut callee, levels);
         let name = quote!(#callee).to_string().replace(' ', "");
         let message = format!("`{name}` took the tape path, so a function on the compiled path cannot pass it closures: `DELTAD_ENGINE=1 cargo build` says why it took the tape; or drop `compiled` from this function's `#[differentiate(..)]`");
         quote_spanned! {def.span=>
@@ -407,7 +410,7 @@ fn closure_asserts(compiled: &super::Compiled) -> TokenStream {
     let inner = compiled
         .closures
         .iter()
-        .map(|closure| closure_asserts(&closure.compiled));
+        .map(|closure| closure_asserts(&closure.compiled, levels + 1));
     quote!(#(#checks)* #(#inner)*)
 }
 
