@@ -187,16 +187,16 @@ pub(crate) fn module(
     // (A function taking functions has the compiled convention, whose
     // passes on the tape path no caller can call: see
     // `compiled::tape_callee_passes`.)
-    let markers = signature
-        .filter(|signature| has_compiled_convention(signature) || signature.takes_functions())
-        .map(compiled::Passes::markers);
-    let output_alias = signature
-        .filter(|signature| has_compiled_convention(signature) || signature.takes_functions())
-        .map(compiled::Passes::output_alias);
+    let convention = signature
+        .filter(|signature| has_compiled_convention(signature) || signature.takes_functions());
+    let markers = convention.map(compiled::Passes::markers);
+    let output_alias = convention.map(compiled::Passes::output_alias);
     let entries = signature.map(|signature| nested_entries::entry_modules(signature, &impl_module));
-    let closure_checks = compiled.map(compiled::closure_checks);
+    let closure_checks = compiled
+        .map(compiled::closure_checks)
+        .filter(|checks| !checks.is_empty())
+        .map(|checks| quote!(#(#cfgs)* #checks));
     quote! {
-        #(#cfgs)*
         #closure_checks
         #(#cfgs)*
         #[doc = #module_doc]
@@ -245,29 +245,16 @@ fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenS
         // For compiled callers passing closures: the passes and the
         // modules of the function parameters.
         let passes = compiled_passes(true);
-        let modules = signature
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| {
-                matches!(
-                    p.kind,
-                    crate::signature::ParamKind::Function {
-                        compiled: Some(_),
-                        ..
-                    }
-                )
-            })
-            .map(|(index, _)| {
-                let (module, export) = (
-                    crate::names::function_param_module(index),
-                    crate::names::function_param_export(index),
-                );
-                quote! {
-                    #[doc(hidden)]
-                    pub use self::#impl_module::#module as #export;
-                }
-            });
+        let modules = compiled::function_params(signature).map(|(index, _)| {
+            let (module, export) = (
+                crate::names::function_param_module(index),
+                crate::names::function_param_export(index),
+            );
+            quote! {
+                #[doc(hidden)]
+                pub use self::#impl_module::#module as #export;
+            }
+        });
         return quote! {
             #record
             #passes

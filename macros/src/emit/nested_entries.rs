@@ -430,14 +430,14 @@ impl Generator<'_> {
                     let t = tangent(j, Some(quote!(__deltad_i)));
                     match spares {
                         Some(stack) => {
+                            let spare = spare_duals(&dual, stack, quote!(#name.len()));
                             inputs.push(quote! {
-                                let mut #input: ::std::vec::Vec<#dual> =
-                                    <#dual as ::deltad::__private::Cotangent<#dual>>::zeros_on(&mut *#stack, #name.len());
+                                let mut #input: ::std::vec::Vec<#dual> = #spare;
                                 for __deltad_i in 0..#name.len() {
                                     #input[__deltad_i] = ::deltad::__private::Dual::new(#name[__deltad_i], #t);
                                 }
                             });
-                            give_back.push(quote!(<#dual as ::deltad::__private::Cotangent<#dual>>::give_back(&mut *#stack, #input);));
+                            give_back.push(give_back_duals(&dual, stack, &input));
                         }
                         None => inputs.push(quote!(let #input: ::std::vec::Vec<#dual> = (0..#name.len()).map(|__deltad_i| ::deltad::__private::Dual::new(#name[__deltad_i], #t)).collect();)),
                     }
@@ -468,11 +468,10 @@ impl Generator<'_> {
         let (fwd, adj, keeps) = (ident(FWD_FN), ident(ADJ_FN), keeps_const());
         let dual = quote!(::deltad::__private::Dual<#s>);
         let dual_zero = quote!(<#dual as ::deltad::__private::Scalar>::zero());
-        let (inputs, args, give_back) = self.entry_dual_inputs(n, tangent, Some(stack));
+        let (inputs, args, mut give_back) = self.entry_dual_inputs(n, tangent, Some(stack));
         let mut adjoints = Vec::new();
         let mut dual_sinks = Vec::new();
         let mut given = Vec::new();
-        let mut returned = Vec::new();
         for (j, param) in self.signature.params.iter().enumerate() {
             let adjoint = format_ident!("__deltad_adjoint{}", j, span = Span::mixed_site());
             let sink = &sinks[j];
@@ -490,8 +489,9 @@ impl Generator<'_> {
                         }
                         _ => {
                             let name = &param.name;
-                            returned.push(quote!(<#dual as ::deltad::__private::Cotangent<#dual>>::give_back(&mut *#stack, #adjoint);));
-                            quote!(let mut #adjoint: ::std::vec::Vec<#dual> = <#dual as ::deltad::__private::Cotangent<#dual>>::zeros_on(&mut *#stack, #name.len());)
+                            give_back.push(give_back_duals(&dual, stack, &adjoint));
+                            let spare = spare_duals(&dual, stack, quote!(#name.len()));
+                            quote!(let mut #adjoint: ::std::vec::Vec<#dual> = #spare;)
                         }
                     });
                     dual_sinks.push(quote!(&mut #adjoint[..]));
@@ -517,9 +517,19 @@ impl Generator<'_> {
                 }
                 #adj(&mut *#stack, #(#args,)* #seed, #(#dual_sinks),*);
                 #(#given)*
-                #(#returned)*
                 #(#give_back)*
             });
         }
     }
+}
+
+/// A buffer of `len` dual numbers (type `dual`, zeros) from the spare
+/// buffers of the dual stack `stack`.
+fn spare_duals(dual: &TokenStream, stack: &Ident, len: TokenStream) -> TokenStream {
+    quote!(<#dual as ::deltad::__private::Cotangent<#dual>>::zeros_on(&mut *#stack, #len))
+}
+
+/// Gives `buffer`, from `spare_duals`, back to the spares of `stack`.
+fn give_back_duals(dual: &TokenStream, stack: &Ident, buffer: &Ident) -> TokenStream {
+    quote!(<#dual as ::deltad::__private::Cotangent<#dual>>::give_back(&mut *#stack, #buffer);)
 }

@@ -41,6 +41,13 @@ fn sink_bound(value: FnValue, a: &TokenStream) -> TokenStream {
     }
 }
 
+/// `prefix0`, `prefix1`, .. : `count` generated names.
+fn numbered(prefix: &str, count: usize) -> Vec<Ident> {
+    (0..count)
+        .map(|k| format_ident!("{}{}", prefix, k))
+        .collect()
+}
+
 /// The generic type through which the passes take function parameter
 /// `index`.
 pub(crate) fn function_generic(index: usize) -> Ident {
@@ -48,7 +55,7 @@ pub(crate) fn function_generic(index: usize) -> Ident {
 }
 
 /// The function parameters compiled passes call: index and shape.
-fn function_params(signature: &Signature) -> impl Iterator<Item = (usize, &CompiledFn)> {
+pub(crate) fn function_params(signature: &Signature) -> impl Iterator<Item = (usize, &CompiledFn)> {
     signature
         .params
         .iter()
@@ -77,9 +84,12 @@ pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
             quote!(#[doc(hidden)] pub type #name = #marker;)
         });
         let out = value_type(shape.ret, &s);
-        let names: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("a{}", k)).collect();
-        let sinks: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("j{}", k)).collect();
-        let sink_types: Vec<Ident> = (0..shape.args.len()).map(|k| format_ident!("J{}", k)).collect();
+        let count = shape.args.len();
+        let (names, sinks, sink_types) = (
+            numbered("a", count),
+            numbered("j", count),
+            numbered("J", count),
+        );
         let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
         let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
         let keeps = keeps::exports_something();
@@ -134,10 +144,8 @@ pub(crate) fn tape_callee_passes(signature: &Signature) -> TokenStream {
         .iter()
         .filter(|p| !matches!(p.kind, ParamKind::Function { .. }))
         .count();
-    let args: Vec<Ident> = (0..count).map(|k| format_ident!("a{}", k)).collect();
-    let arg_types: Vec<Ident> = (0..count).map(|k| format_ident!("T{}", k)).collect();
-    let sink_names: Vec<Ident> = (0..sinks).map(|k| format_ident!("k{}", k)).collect();
-    let sink_types: Vec<Ident> = (0..sinks).map(|k| format_ident!("K{}", k)).collect();
+    let (args, arg_types) = (numbered("a", count), numbered("T", count));
+    let (sink_names, sink_types) = (numbered("k", sinks), numbered("K", sinks));
     let (fwd, adj) = (
         Ident::new(super::FWD_FN, Span::call_site()),
         Ident::new(super::ADJ_FN, Span::call_site()),
@@ -159,15 +167,11 @@ pub(crate) fn tape_callee_passes(signature: &Signature) -> TokenStream {
 }
 
 impl Passes<'_> {
-    fn function_params(&self) -> impl Iterator<Item = (usize, &CompiledFn)> {
-        function_params(self.signature)
-    }
-
     /// The generic parameters of the function parameters, with the trait
     /// of the forward pass or of the adjoint.
     pub(crate) fn function_generics(&self, side: Side) -> Vec<TokenStream> {
         let (s, a) = (&self.scalar, &self.cotangent);
-        self.function_params()
+        function_params(self.signature)
             .map(|(index, _)| {
                 let generic = function_generic(index);
                 let module = crate::names::function_param_module(index);
@@ -177,11 +181,6 @@ impl Passes<'_> {
                 }
             })
             .collect()
-    }
-
-    /// The modules of the function parameters (see the module's docs).
-    pub(crate) fn function_param_modules(&self) -> TokenStream {
-        function_param_modules(self.signature)
     }
 
     /// The marker path of the call's argument `i`: the callee's, or for a
@@ -194,7 +193,7 @@ impl Passes<'_> {
             {
                 if let Some(k) = captures.iter().position(|&c| c == i) {
                     let module = closure_module(*closure);
-                    let own = own_params(&self.function.closures[*closure]);
+                    let own = self.function.closures[*closure].own;
                     let marker = format_ident!("__P{}", own + k, span = span);
                     return quote_spanned!(span=> #module::#marker);
                 }
@@ -245,11 +244,11 @@ impl Passes<'_> {
                     span,
                 }) => {
                     let module = closure_module(*closure);
-                    let fields = (0..captures.len()).map(|k| format_ident!("c{}", k));
+                    let fields = numbered("c", captures.len());
                     let captured = captures.iter().map(|&c| &values[c]);
                     args.push(match sinks {
                         Some(sinks) => {
-                            let sink_fields = (0..captures.len()).map(|k| format_ident!("k{}", k));
+                            let sink_fields = numbered("k", captures.len());
                             let capture_sinks = captures.iter().map(|&c| &sinks[c]);
                             quote_spanned!(*span=> &mut #module::Adj { #(#fields: #captured,)* #(#sink_fields: #capture_sinks,)* })
                         }
@@ -276,11 +275,9 @@ impl Passes<'_> {
             let markers = Passes::markers(&closure.signature);
             let def = &self.function.closures[n];
             let module = closure_module(n);
-            let captures = closure.signature.params.len() - own_params(def);
-            let c: Vec<Ident> = (0..captures).map(|k| format_ident!("C{}", k)).collect();
-            let k: Vec<Ident> = (0..captures).map(|k| format_ident!("K{}", k)).collect();
-            let c_fields: Vec<Ident> = (0..captures).map(|k| format_ident!("c{}", k)).collect();
-            let k_fields: Vec<Ident> = (0..captures).map(|k| format_ident!("k{}", k)).collect();
+            let captures = closure.signature.params.len() - def.own;
+            let (c, k) = (numbered("C", captures), numbered("K", captures));
+            let (c_fields, k_fields) = (numbered("c", captures), numbered("k", captures));
             let trait_impls = self.closure_impls(n, &passes);
             quote! {
                 #[doc(hidden)]
@@ -309,7 +306,7 @@ impl Passes<'_> {
         let def = &self.function.closures[n];
         let signature = passes.signature;
         let module = closure_module(n);
-        let own = own_params(def);
+        let own = def.own;
         let callee = &def.callee;
         let traits = crate::names::function_param_export(def.param);
         let prim = &self.prim;
@@ -318,11 +315,6 @@ impl Passes<'_> {
             Ident::new("__DeltadS", Span::call_site()),
             Ident::new("__DeltadA", Span::call_site()),
         );
-        let numbered = |prefix: &str, count: usize| -> Vec<Ident> {
-            (0..count)
-                .map(|k| format_ident!("{}{}", prefix, k))
-                .collect()
-        };
         let (own_params, capture_params) = signature.params.split_at(own);
         // The types of the captures in the structs, and of the closure's
         // own parameters: as the closure's passes take them.
@@ -417,9 +409,4 @@ fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
 /// The module of the body's closure `n`.
 pub(crate) fn closure_module(n: usize) -> Ident {
     format_ident!("__deltad_closure{}", n)
-}
-
-/// The number of a closure's own parameters (before its captures).
-fn own_params(def: &crate::ir::ClosureFn) -> usize {
-    def.own
 }

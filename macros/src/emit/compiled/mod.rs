@@ -20,7 +20,7 @@ use crate::ir::{Function, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 use values::Side;
 
-pub(crate) use functions::{closure_checks, tape_callee_passes};
+pub(crate) use functions::{closure_checks, function_params, tape_callee_passes};
 pub(crate) use keeps::{
     exports as keeps_exports, exports_nothing as keeps_exports_false, keeps_const, keeps_something,
     Keeps,
@@ -477,7 +477,7 @@ impl<'a> Passes<'a> {
         };
         let valued_entry = entry(&fwd_fn, quote!(::deltad::__private::Valued));
         let unvalued_entry = entry(&fwd_unvalued_fn, quote!(::deltad::__private::Unvalued));
-        let function_modules = self.function_param_modules();
+        let function_modules = functions::function_param_modules(self.signature);
         let closure_items = self.closure_items();
         let items = quote! {
             #keeps_consts

@@ -56,7 +56,7 @@ impl Lowerer {
         }
         let float = self.precision.ident(Span::call_site());
         let mut params: Vec<TokenStream> = Vec::new();
-        let mut own = HashSet::new();
+        let mut own_names = HashSet::new();
         let mut no_grad = Vec::new();
         for input in &closure.inputs {
             let annotated = match input {
@@ -74,7 +74,7 @@ impl Lowerer {
                     format!("a closure passed to a function on the compiled path names its parameters with their types: `|x: {float}|` or `|x: &[{float}]|`"),
                 ));
             };
-            own.insert(name.to_string());
+            own_names.insert(name.to_string());
             params.push(quote!(#name: #ty));
             no_grad.push(false);
         }
@@ -91,7 +91,7 @@ impl Lowerer {
         let mut captured: Vec<VarId> = Vec::new();
         let mut untyped = Vec::new();
         for name in names {
-            if own.contains(&name) {
+            if own_names.contains(&name) {
                 continue;
             }
             let Some(var) = super::resolve_in(&self.scopes, &name) else {

@@ -569,20 +569,18 @@ impl Lowerer {
 
     /// One argument of a call of a function deltad may differentiate.
     fn call_arg(&mut self, arg: &SynExpr, out: &mut Vec<crate::ir::Stmt>) -> Lowered<CallArg> {
-        {
-            if let Some(value) = self.literal_arg(arg, out)? {
-                let leaves = value
-                    .leaves()
-                    .into_iter()
-                    .map(|(_, var)| Expr::new(ExprKind::Var(var), arg.span()))
-                    .collect();
-                return Ok(CallArg::Literal {
-                    value,
-                    leaves,
-                    by_ref: matches!(strip(arg), SynExpr::Reference(_)),
-                    span: arg.span(),
-                });
-            }
+        if let Some(value) = self.literal_arg(arg, out)? {
+            let leaves = value
+                .leaves()
+                .into_iter()
+                .map(|(_, var)| Expr::new(ExprKind::Var(var), arg.span()))
+                .collect();
+            return Ok(CallArg::Literal {
+                value,
+                leaves,
+                by_ref: matches!(strip(arg), SynExpr::Reference(_)),
+                span: arg.span(),
+            });
         }
         if let Some((var, index)) = self.struct_arg(arg, out)? {
             return Ok(CallArg::Struct {
