@@ -77,15 +77,23 @@ fn map_zip_enumerate_filter_sum_product_fold_max_by_min_by_collect() {
 }
 
 /// The midpoint rule on [a, b] with n panels.
-#[differentiate]
-fn integrate<F: Fn(f64) -> f64>(f: F, a: f64, b: f64, n: usize) -> f64 {
-    let h = (b - a) / n as f64;
-    let mut total = 0.0;
-    for i in 0..n {
-        total += f(a + (i as f64 + 0.5) * h);
-    }
-    total * h
+/// The midpoint rule; `integrate_on_tape` is the same function kept on the
+/// tape, which compiled callers give their closures through its bridge.
+macro_rules! integrator {
+    ($name:ident $(, $engine:ident)?) => {
+        #[differentiate$(($engine))?]
+        fn $name<F: Fn(f64) -> f64>(f: F, a: f64, b: f64, n: usize) -> f64 {
+            let h = (b - a) / n as f64;
+            let mut total = 0.0;
+            for i in 0..n {
+                total += f(a + (i as f64 + 0.5) * h);
+            }
+            total * h
+        }
+    };
 }
+integrator!(integrate);
+integrator!(integrate_on_tape, tape);
 
 /// ∫₀^upper exp(-k t²) dt: the parameter is captured by the closure, the
 /// bound is an argument of the integrator.
@@ -246,74 +254,104 @@ fn gaussian_mass_compiled(k: f64, upper: f64) -> f64 {
     integrate(|t: f64| (-k * t * t).exp(), 0.0, upper, 200)
 }
 
+/// The same closure given by a compiled caller to the integrator on the
+/// tape: each call of the closure is one binding of the bridge's tape,
+/// whose partials the closure's compiled passes compute, `k` an input of
+/// that tape.
+#[differentiate(compiled)]
+fn gaussian_mass_bridged(k: f64, upper: f64) -> f64 {
+    integrate_on_tape(|t: f64| (-k * t * t).exp(), 0.0, upper, 200)
+}
+
+/// The derivatives of `gaussian_mass_compiled` (or `_bridged`) against the
+/// tape's and central differences, at three points.
+macro_rules! check_gaussian_mass {
+    ($f:ident) => {{
+        for (k, upper) in [(0.7, 1.3), (2.0, 0.4), (0.1, 3.0)] {
+            let (value, g) = $f::value_and_grad(k, upper);
+            let (value_t, g_t) = gaussian_mass::value_and_grad(k, upper);
+            assert_eq!(value, $f(k, upper));
+            near(value, value_t, 1e-14, "value against the tape");
+            assert_close_tol(
+                &[g.k, g.upper],
+                &[g_t.k, g_t.upper],
+                1e-13,
+                "against the tape",
+            );
+            let reference = finite_difference(|p| $f(p[0], p[1]), &[k, upper]);
+            assert_close(&[g.k, g.upper], &reference, "against central differences");
+            // Forward over reverse through the closure's passes.
+            let h = $f::hessian(k, upper);
+            let h_t = gaussian_mass::hessian(k, upper);
+            for (row, row_t) in h.iter().zip(&h_t) {
+                assert_close_tol(
+                    &[row.k, row.upper],
+                    &[row_t.k, row_t.upper],
+                    1e-12,
+                    "hessian",
+                );
+            }
+            let t = $f::jvp(
+                k,
+                upper,
+                &$f::Grad {
+                    k: 1.0,
+                    upper: -0.5,
+                },
+            )
+            .1;
+            near(t, g.k - 0.5 * g.upper, 1e-12, "jvp against the gradient");
+        }
+    }};
+}
+
 #[test]
 fn a_closure_given_to_a_compiled_function_parameter() {
-    for (k, upper) in [(0.7, 1.3), (2.0, 0.4), (0.1, 3.0)] {
-        let (value, g) = gaussian_mass_compiled::value_and_grad(k, upper);
-        let (value_t, g_t) = gaussian_mass::value_and_grad(k, upper);
-        assert_eq!(value, gaussian_mass_compiled(k, upper));
-        near(value, value_t, 1e-14, "value against the tape");
-        assert_close_tol(
-            &[g.k, g.upper],
-            &[g_t.k, g_t.upper],
-            1e-13,
-            "against the tape",
-        );
-        let reference = finite_difference(|p| gaussian_mass_compiled(p[0], p[1]), &[k, upper]);
-        assert_close(&[g.k, g.upper], &reference, "against central differences");
-        // Forward over reverse through the closure's passes.
-        let h = gaussian_mass_compiled::hessian(k, upper);
-        let h_t = gaussian_mass::hessian(k, upper);
-        for (row, row_t) in h.iter().zip(&h_t) {
-            assert_close_tol(
-                &[row.k, row.upper],
-                &[row_t.k, row_t.upper],
-                1e-12,
-                "hessian",
-            );
-        }
-        let t = gaussian_mass_compiled::jvp(
-            k,
-            upper,
-            &gaussian_mass_compiled::Grad {
-                k: 1.0,
-                upper: -0.5,
-            },
-        )
-        .1;
-        near(t, g.k - 0.5 * g.upper, 1e-12, "jvp against the gradient");
-    }
+    check_gaussian_mass!(gaussian_mass_compiled);
+}
+
+#[test]
+fn a_closure_given_to_a_function_on_the_tape() {
+    assert!(gaussian_mass_bridged::tape_stats(0.7, 1.3).compiled);
+    check_gaussian_mass!(gaussian_mass_bridged);
 }
 
 /// Gradient descent with a fixed number of steps, a step accepted only
 /// where it lowers `f`, else halved: an optimiser taking a function and
-/// its gradient (`Vec` results, slice arguments), differentiated through.
-#[differentiate]
-fn descent<F: Fn(&[f64]) -> f64, G: Fn(&[f64]) -> Vec<f64>>(
-    f: F,
-    gradient: G,
-    start: &[f64],
-    steps: usize,
-) -> Vec<f64> {
-    let mut x = start.to_vec();
-    let mut fx = f(&x);
-    let mut eta = 0.3;
-    for _ in 0..steps {
-        let g = gradient(&x);
-        let mut next = vec![0.0; x.len()];
-        for k in 0..x.len() {
-            next[k] = x[k] - eta * g[k];
+/// its gradient (`Vec` results, slice arguments), differentiated through;
+/// `descent_on_tape` the same function kept on the tape.
+macro_rules! descender {
+    ($name:ident $(, $engine:ident)?) => {
+        #[differentiate$(($engine))?]
+        fn $name<F: Fn(&[f64]) -> f64, G: Fn(&[f64]) -> Vec<f64>>(
+            f: F,
+            gradient: G,
+            start: &[f64],
+            steps: usize,
+        ) -> Vec<f64> {
+            let mut x = start.to_vec();
+            let mut fx = f(&x);
+            let mut eta = 0.3;
+            for _ in 0..steps {
+                let g = gradient(&x);
+                let mut next = vec![0.0; x.len()];
+                for k in 0..x.len() {
+                    next[k] = x[k] - eta * g[k];
+                }
+                let f_next = f(&next);
+                if f_next < fx {
+                    x = next;
+                    fx = f_next;
+                } else {
+                    eta *= 0.5;
+                }
+            }
+            x
         }
-        let f_next = f(&next);
-        if f_next < fx {
-            x = next;
-            fx = f_next;
-        } else {
-            eta *= 0.5;
-        }
-    }
-    x
+    };
 }
+descender!(descent);
+descender!(descent_on_tape, tape);
 
 /// A well with its bottom at `centre`, sharpness `s`.
 #[differentiate]
@@ -330,12 +368,12 @@ fn well(x: &[f64], centre: &[f64], s: f64) -> f64 {
 /// and a real, one computes the well's gradient inside (a derivative
 /// nested in the closure). On the compiled path and on the tape.
 macro_rules! settled {
-    ($name:ident, $engine:ident) => {
+    ($name:ident, $engine:ident, $descent:ident) => {
         #[differentiate($engine)]
         fn $name(centre: &[f64], s: f64, #[no_grad] start: &[f64]) -> f64 {
             // (A local the closures read whose type its `let` does not say.)
             let damp = if s > 1.5 { 1.5 / s } else { 1.0 };
-            let end: Vec<f64> = descent(
+            let end: Vec<f64> = $descent(
                 |x: &[f64]| well(x, centre, s) * damp,
                 |x: &[f64]| {
                     let g = well::grad(x, centre, s).x;
@@ -349,38 +387,53 @@ macro_rules! settled {
         }
     };
 }
-settled!(settled_compiled, compiled);
-settled!(settled_tape, tape);
+settled!(settled_compiled, compiled, descent);
+settled!(settled_tape, tape, descent);
+settled!(settled_bridged, compiled, descent_on_tape);
+
+/// `$f`'s value and gradient against `settled_tape`'s and central
+/// differences, at three points.
+macro_rules! check_settled {
+    ($f:ident) => {{
+        let start = [2.0, -1.5];
+        for (centre, s) in [([0.5, 0.25], 1.0), ([-1.0, 0.75], 0.6), ([0.1, -0.2], 2.5)] {
+            let (value, g) = $f::value_and_grad(&centre, s, &start);
+            let (value_t, g_t) = settled_tape::value_and_grad(&centre, s, &start);
+            assert_eq!(value, $f(&centre, s, &start));
+            near(value, value_t, 1e-13, "value against the tape");
+            let mut got = g.centre.clone();
+            got.push(g.s);
+            let mut got_t = g_t.centre.clone();
+            got_t.push(g_t.s);
+            assert_close_tol(&got, &got_t, 1e-12, "against the tape");
+            let mut point = centre.to_vec();
+            point.push(s);
+            let reference = finite_difference(|p| $f(&p[..2], p[2], &start), &point);
+            assert_close(&got, &reference, "against central differences");
+        }
+    }};
+}
 
 #[test]
 fn an_optimiser_given_closures_on_the_compiled_path() {
-    let start = [2.0, -1.5];
-    for (centre, s) in [([0.5, 0.25], 1.0), ([-1.0, 0.75], 0.6), ([0.1, -0.2], 2.5)] {
-        let (value, g) = settled_compiled::value_and_grad(&centre, s, &start);
-        let (value_t, g_t) = settled_tape::value_and_grad(&centre, s, &start);
-        assert_eq!(value, settled_compiled(&centre, s, &start));
-        near(value, value_t, 1e-13, "value against the tape");
-        let mut got = g.centre.clone();
-        got.push(g.s);
-        let mut got_t = g_t.centre.clone();
-        got_t.push(g_t.s);
-        assert_close_tol(&got, &got_t, 1e-12, "against the tape");
-        let mut point = centre.to_vec();
-        point.push(s);
-        let reference = finite_difference(|p| settled_compiled(&p[..2], p[2], &start), &point);
-        assert_close(&got, &reference, "against central differences");
-    }
+    check_settled!(settled_compiled);
+}
+
+#[test]
+fn an_optimiser_on_the_tape_given_compiled_closures() {
+    assert!(settled_bridged::tape_stats(&[0.5, 0.25], 1.0, &[2.0, -1.5]).compiled);
+    check_settled!(settled_bridged);
 }
 
 /// A closure given to the integrator whose body gives a closure to it again
 /// (a double integral), the inner call's path written relative to the
 /// module: the closure inside the closure is compiled too.
 macro_rules! double_mass {
-    ($name:ident, $engine:ident) => {
+    ($name:ident, $engine:ident, $integrate:ident) => {
         #[differentiate($engine)]
         fn $name(k: f64, upper: f64) -> f64 {
-            integrate(
-                |s: f64| self::integrate(|t: f64| (-k * s * t * t).exp(), 0.0, s, 20),
+            $integrate(
+                |s: f64| self::$integrate(|t: f64| (-k * s * t * t).exp(), 0.0, s, 20),
                 0.0,
                 upper,
                 20,
@@ -388,22 +441,85 @@ macro_rules! double_mass {
         }
     };
 }
-double_mass!(double_mass_compiled, compiled);
-double_mass!(double_mass_tape, tape);
+double_mass!(double_mass_compiled, compiled, integrate);
+double_mass!(double_mass_tape, tape, integrate);
+double_mass!(double_mass_bridged, compiled, integrate_on_tape);
+
+/// `$f`'s value and gradient against `double_mass_tape`'s and central
+/// differences.
+macro_rules! check_double_mass {
+    ($f:ident) => {{
+        let (k, upper) = (0.6, 1.4);
+        let (value, g) = $f::value_and_grad(k, upper);
+        let (value_t, g_t) = double_mass_tape::value_and_grad(k, upper);
+        assert_eq!(value, $f(k, upper));
+        near(value, value_t, 1e-13, "value against the tape");
+        assert_close_tol(
+            &[g.k, g.upper],
+            &[g_t.k, g_t.upper],
+            1e-12,
+            "against the tape",
+        );
+        let reference = finite_difference(|p| $f(p[0], p[1]), &[k, upper]);
+        assert_close(&[g.k, g.upper], &reference, "against central differences");
+    }};
+}
 
 #[test]
 fn a_closure_inside_a_closure_given_to_a_function() {
-    let (k, upper) = (0.6, 1.4);
-    let (value, g) = double_mass_compiled::value_and_grad(k, upper);
-    let (value_t, g_t) = double_mass_tape::value_and_grad(k, upper);
-    assert_eq!(value, double_mass_compiled(k, upper));
-    near(value, value_t, 1e-13, "value against the tape");
-    assert_close_tol(
-        &[g.k, g.upper],
-        &[g_t.k, g_t.upper],
-        1e-12,
-        "against the tape",
+    check_double_mass!(double_mass_compiled);
+}
+
+#[test]
+fn a_closure_inside_a_closure_given_to_a_function_on_the_tape() {
+    check_double_mass!(double_mass_bridged);
+}
+
+/// Function parameters taking or giving other values than reals and
+/// slices of reals have no compiled passes: their callers pass closures on
+/// the tape (and so stay there), typed closures included.
+#[differentiate]
+fn pair_sum<F: Fn(f64) -> [f64; 2]>(f: F, a: f64) -> f64 {
+    let v = f(a);
+    v[0] + v[1]
+}
+
+#[differentiate]
+fn doubled_at<F: Fn(&f64) -> f64>(f: F, x: f64) -> f64 {
+    f(&x) * 2.0
+}
+
+#[differentiate]
+fn indexed_sum<F: Fn(f64, usize) -> f64>(f: F, a: f64) -> f64 {
+    f(a, 1) + f(a, 2)
+}
+
+#[differentiate]
+fn through_other_shapes(k: f64) -> f64 {
+    pair_sum(|t: f64| [t * k, t.sin()], k)
+        + doubled_at(|x: &f64| x * k, k)
+        + doubled_at(|x| x * k, k)
+        + indexed_sum(|t: f64, i: usize| t * k * i as f64, k)
+}
+
+#[test]
+fn closures_of_other_shapes_stay_on_the_tape() {
+    let k = 0.7;
+    assert!(!through_other_shapes::tape_stats(k).compiled);
+    // k² + sin k + 2k² + 2k² + 3k² (an untyped closure taking `&f64`
+    // given to the recording pass as written, so that its signature comes
+    // from the bound; a closure's plain `usize` parameter stays plain on
+    // the tape): derivative 16k + cos k.
+    near(
+        through_other_shapes(k),
+        8.0 * k * k + k.sin(),
+        1e-15,
+        "value",
     );
-    let reference = finite_difference(|p| double_mass_compiled(p[0], p[1]), &[k, upper]);
-    assert_close(&[g.k, g.upper], &reference, "against central differences");
+    near(
+        through_other_shapes::grad(k).k,
+        16.0 * k + k.cos(),
+        1e-14,
+        "against the closed form",
+    );
 }

@@ -14,10 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The macro's testing switch: closures passed to functions take the
-/// compiled path in every function (see the README's fuzzing section).
-const COMPILED_CLOSURES: &str = "DELTAD_COMPILED_CLOSURES";
-
 /// The workspace root (where deltad's Cargo.toml is).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -172,10 +168,6 @@ pub fn run(dir: &Path, programs: &[Program], points: usize) -> std::io::Result<B
             .arg("--manifest-path")
             .arg(dir.join("Cargo.toml"))
             .env("CARGO_TARGET_DIR", &target)
-            // (Closures given to helpers' function parameters on the
-            // compiled path, as under `#[differentiate(compiled)]`, without
-            // making every fallback an error.)
-            .env(COMPILED_CLOSURES, "1")
             .output()?;
         compile_time += start.elapsed();
         builds += 1;

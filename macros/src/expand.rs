@@ -274,9 +274,7 @@ fn compile(
     }
     let mut body = target.function.block.clone();
     relocate::body(&mut body);
-    let closures_compiled = matches!(options.path, Some((EnginePath::Compiled, _)))
-        || std::env::var_os(COMPILED_CLOSURES).is_some();
-    compile_body(signature, &body, closures_compiled)
+    compile_body(signature, &body)
 }
 
 /// Lowers and analyzes a relocated body, and the closures it passes to
@@ -284,10 +282,8 @@ fn compile(
 fn compile_body(
     signature: &Signature,
     body: &syn::Block,
-    closures_compiled: bool,
 ) -> Result<emit::compiled::Compiled, (Option<Span>, String)> {
-    let function =
-        ir::lower(signature, body, closures_compiled).map_err(|u| (Some(u.span), u.message))?;
+    let function = ir::lower(signature, body).map_err(|u| (Some(u.span), u.message))?;
     let analysis = analyze::analyze(&function, signature).map_err(|u| (Some(u.span), u.message))?;
     let mut closures = Vec::new();
     for closure in &function.closures {
@@ -320,7 +316,7 @@ fn compile_body(
                 at,
                 "this closure's parameters or result are not on the compiled path".to_string(),
             ))?;
-        let compiled = compile_body(&signature, &item.block, closures_compiled)?;
+        let compiled = compile_body(&signature, &item.block)?;
         closures.push(emit::compiled::ClosurePasses {
             signature,
             compiled,
@@ -332,12 +328,6 @@ fn compile_body(
         closures,
     })
 }
-
-/// The environment variable (for testing: the fuzzer sets it) that makes
-/// closures passed to functions take the compiled path as under
-/// `#[differentiate(compiled)]`, in every function: a caller whose callee
-/// took the tape then does not compile.
-const COMPILED_CLOSURES: &str = "DELTAD_COMPILED_CLOSURES";
 
 /// The environment variable that makes the macro say which engine each
 /// function took (and why not the compiled one) on the compiler's standard

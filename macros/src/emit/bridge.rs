@@ -3,6 +3,11 @@
 //! forward pass runs the recording pass on constants (nothing recorded);
 //! its adjoint records it on a fresh tape of the caller's scalar, sweeps it
 //! with the output's adjoint, and adds the inputs' adjoints into the sinks.
+//! A function value (a compiled caller's closure) is given to the recording
+//! pass as a closure on the tape calling its `__on_tape` (one binding per
+//! output real, whose partials its compiled passes compute), the reals it
+//! captures made inputs of the fresh tape at the parameter's place, their
+//! adjoints read back into it (`__add_captured`).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -72,14 +77,13 @@ fn compiled_conventions(signature: &Signature, structured: bool) -> bool {
                 || (structured && matches!(p.kind, ParamKind::Structured { .. }))
                 || is_struct_param(&p.kind)
                 || crate::types::user_elements(&p.kind).is_some()
-                || (!structured
-                    && matches!(
-                        p.kind,
-                        ParamKind::Function {
-                            compiled: Some(_),
-                            ..
-                        }
-                    ))
+                || matches!(
+                    p.kind,
+                    ParamKind::Function {
+                        compiled: Some(_),
+                        ..
+                    }
+                )
         })
 }
 
@@ -114,13 +118,50 @@ impl Generator<'_> {
         let mut sink_bounds = Vec::new();
         let mut sinks = Vec::new();
         let mut struct_generics = Vec::new();
+        // (The function parameters' types, which differ between the passes.)
+        let mut fwd_fn_generics = Vec::new();
+        let mut adj_fn_generics = Vec::new();
+        let mut fn_params: Vec<(usize, TokenStream, TokenStream)> = Vec::new();
         for (index, param) in self.signature.params.iter().enumerate() {
             let name = &param.name;
             let sink = sink(index);
             let sink_type = format_ident!("__DeltadK{}", index);
             let input = format_ident!("__deltad_bridge_in{}", index, span = Span::mixed_site());
-            sinks.push(quote!(mut #sink: #sink_type));
             let reader = quote!(__deltad_reader);
+            // A function value: called on the tape through its
+            // `__on_tape`, the reals it captures inputs of the tape.
+            if let ParamKind::Function {
+                compiled: Some(shape),
+                ..
+            } = &param.kind
+            {
+                let generic = super::compiled::function_generic(index);
+                let module = crate::names::function_param_module(index);
+                fwd_fn_generics.push(quote!(#generic: #module::Fwd<#s>));
+                adj_fn_generics.push(quote!(#generic: #module::Adj<#s, #a>));
+                fn_params.push((
+                    params.len(),
+                    quote!(#name: &#generic),
+                    quote!(#name: &mut #generic),
+                ));
+                params.push(TokenStream::new());
+                let args: Vec<Ident> = (0..shape.args.len())
+                    .map(|k| format_ident!("__deltad_a{}", k, span = Span::mixed_site()))
+                    .collect();
+                constants.push(quote!(|#(#args),*| #name.__on_tape(#tape, &[], #(#args),*)));
+                inputs.push(quote! {
+                    let #input: ::std::vec::Vec<#real<'_, #s>> = {
+                        let mut __deltad_values = ::std::vec::Vec::new();
+                        #name.__captured(&mut __deltad_values);
+                        __deltad_values.iter().map(|&__deltad_v| ::deltad::__private::input(#tape, __deltad_v)).collect()
+                    };
+                });
+                input_args
+                    .push(quote!(|#(#args),*| #name.__on_tape(#tape, &#input[..], #(#args),*)));
+                reads.push(quote!(#name.__add_captured(&mut #reader);));
+                continue;
+            }
+            sinks.push(quote!(mut #sink: #sink_type));
             match &param.kind {
                 // A value of a user type: its twin, as compiled passes take
                 // it (callers cannot know which path a callee took), or, for
@@ -367,15 +408,22 @@ impl Generator<'_> {
             })
         });
         let keeps = super::compiled::keeps_something();
+        let function_modules = super::compiled::function_param_modules(self.signature);
+        let (mut fwd_params, mut adj_params) = (params.clone(), params);
+        for (at, fwd, adj) in fn_params {
+            fwd_params[at] = fwd;
+            adj_params[at] = adj;
+        }
         quote! {
             #keeps
+            #function_modules
 
             #[doc(hidden)]
             #[inline]
             #[allow(unused_mut, unused_variables, clippy::all)]
-            pub fn #fwd_fn<#(#generics,)* #(#struct_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
+            pub fn #fwd_fn<#(#generics,)* #(#struct_generics,)* #(#fwd_fn_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, __DeltadR: ::deltad::__private::Record<#s>>(
                 #stack: &mut __DeltadR,
-                #(#params),*
+                #(#fwd_params),*
             ) -> #output #where_clause {
                 #fwd_body
             }
@@ -383,9 +431,9 @@ impl Generator<'_> {
             #[doc(hidden)]
             #[inline]
             #[allow(unused_mut, unused_variables, clippy::all)]
-            pub fn #adj_fn<#(#generics,)* #(#struct_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#sink_bounds),*>(
+            pub fn #adj_fn<#(#generics,)* #(#struct_generics,)* #(#adj_fn_generics,)* #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#sink_bounds),*>(
                 #stack: &mut ::deltad::__private::Stack<#s>,
-                #(#params,)*
+                #(#adj_params,)*
                 #out: #output_adjoint,
                 #(#sinks),*
             ) #where_clause {

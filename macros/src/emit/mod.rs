@@ -255,12 +255,15 @@ fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenS
                 pub use self::#impl_module::#module as #export;
             }
         });
+        // (Compiled callers passing it closures check this first: see
+        // `compiled::closure_checks`.)
+        let takes_closures = compiled || has_compiled_convention(signature);
         return quote! {
             #record
             #passes
             #(#modules)*
             #[doc(hidden)]
-            pub const __COMPILED: bool = #compiled;
+            pub const __TAKES_CLOSURES: bool = #takes_closures;
         };
     }
     let compiled_passes = compiled_passes(has_compiled_convention(signature));
@@ -471,7 +474,12 @@ impl<'a> Generator<'a> {
         let names = Names::new(signature.precision);
         let (passes, keeps) = match compiled {
             Some(compiled) => {
-                let (items, keeps) = compiled::Passes::new(compiled, signature).items();
+                let record = |closure: &compiled::ClosurePasses| {
+                    Generator::closure_node(target, closure).record(record::Body::Compiled)
+                };
+                let mut passes = compiled::Passes::new(compiled, signature);
+                passes.closure_record = Some(&record);
+                let (items, keeps) = passes.items();
                 (Some(items), keeps)
             }
             None => (None, compiled::Keeps::Something),
@@ -484,6 +492,20 @@ impl<'a> Generator<'a> {
             compiled,
             passes,
             keeps,
+        }
+    }
+
+    /// The generator of a closure's recording pass: a compiled node of the
+    /// closure's function (its parameters, then its captures).
+    fn closure_node(target: &'a Target<'a>, closure: &'a compiled::ClosurePasses) -> Self {
+        Generator {
+            target,
+            signature: &closure.signature,
+            prim: closure.signature.precision.ident(Span::call_site()),
+            names: Names::new(closure.signature.precision),
+            compiled: Some(&closure.compiled),
+            passes: None,
+            keeps: compiled::Keeps::Something,
         }
     }
 
@@ -508,7 +530,9 @@ impl<'a> Generator<'a> {
             Some(passes) if !stub => passes.clone(),
             // (Passes that no compiled caller can call: the message says
             // why.)
-            _ if self.signature.takes_functions() => compiled::tape_callee_passes(self.signature),
+            _ if self.signature.takes_functions() && !has_compiled_convention(self.signature) => {
+                compiled::tape_callee_passes(self.signature)
+            }
             _ => self.bridge(stub),
         };
         let (record, aliases) = match bodies {

@@ -1036,7 +1036,17 @@ impl Analyzer<'_> {
             if let Expr::Closure(closure) = arg {
                 let ret = self.closure(arg, None);
                 if others_active || ret.is_active() {
-                    let params = vec![Shape::Opaque; closure.inputs.len()];
+                    // (A parameter typed as plain data stays plain.)
+                    let params: Vec<Shape> = closure
+                        .inputs
+                        .iter()
+                        .map(|input| match input {
+                            syn::Pat::Type(typed) if crate::types::is_discrete(&typed.ty) => {
+                                Shape::Inactive
+                            }
+                            _ => Shape::Opaque,
+                        })
+                        .collect();
                     let ret = self.closure(arg, Some(&params));
                     args[index] = Shape::Opaque;
                     // A constant real result (`|t: f64| 0.5`): the callee

@@ -1022,8 +1022,14 @@ impl Rewriter<'_> {
 /// dual value, `&Vec<Real>` to the slice a slice parameter takes), except a
 /// nested collection or a tuple of dual values, which only a structured
 /// parameter takes: its parameter is generic, so the value goes as it is
-/// (`arg` could not tell which of its conversions a generic parameter wants).
+/// (`arg` could not tell which of its conversions a generic parameter wants),
+/// and a closure, whose signature rustc then takes from the parameter's
+/// bound (through `arg` an untyped `|x| ..` given to `F: Fn(&f64) -> f64`
+/// would not take references of every lifetime).
 fn callee_arg(arg: &Expr, shape: &Shape) -> TokenStream {
+    if matches!(arg, Expr::Closure(_)) {
+        return quote_spanned!(arg.span()=> #arg);
+    }
     let structured = match shape {
         Shape::Elems(inner) => matches!(**inner, Shape::Elems(_) | Shape::Tuple(_)),
         Shape::Tuple(_) => true,

@@ -92,6 +92,10 @@ pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
         );
         let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
         let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
+        let real = quote!(::deltad::__private::Real<'t, S>);
+        let tape_types: Vec<TokenStream> =
+            shape.args.iter().map(|v| value_type(*v, &real)).collect();
+        let tape_out = value_type(shape.ret, &real);
         let keeps = keeps::exports_something();
         quote! {
             #[doc(hidden)]
@@ -107,12 +111,23 @@ pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
                 pub trait Fwd<S: ::deltad::__private::Scalar<Prim = #prim>> {
                     /// Its forward pass.
                     fn __fwd<R: ::deltad::__private::Record<S>>(&self, rec: &mut R, #(#names: #types),*) -> __Out<S>;
+                    /// Appends the values of the differentiated reals it
+                    /// captures (for a callee on the tape: `bridge.rs`).
+                    fn __captured(&self, values: &mut ::std::vec::Vec<S>);
+                    /// A call recorded on a tape as one binding per output
+                    /// real, the captured reals being `lifted`, inputs of the
+                    /// tape made from `__captured`'s values (or, if empty,
+                    /// constants).
+                    fn __on_tape<'t>(&self, tape: &'t ::deltad::__private::Tape<S>, lifted: &[#real], #(#names: #tape_types),*) -> #tape_out where S: 't;
                 }
 
                 /// The adjoint of a function value.
                 pub trait Adj<S: ::deltad::__private::Scalar<Prim = #prim>, A: ::deltad::__private::Cotangent<S>>: Fwd<S> {
                     /// Its adjoint.
                     fn __adj<#(#sink_types: #bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<S>, #(#names: #types,)* out: __Out<A>, #(#sinks: #sink_types),*);
+                    /// Adds the adjoints of the captured reals, read in
+                    /// `__captured`'s order.
+                    fn __add_captured(&mut self, reader: &mut ::deltad::__private::GradReader<'_, S>);
                 }
 
                 #[doc(hidden)]
@@ -132,10 +147,12 @@ pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
     quote!(#(#modules)*)
 }
 
-/// For a function taking functions that took the tape path: the modules of
-/// its function parameters and passes that never run: a compiled caller
-/// passing it closures checks its `__COMPILED` first, in a const, whose
-/// failure is the compile error saying why (`closure_items`).
+/// For a function taking functions that took the tape path and whose other
+/// parameters or result have no compiled convention (so no `bridge.rs`):
+/// the modules of its function parameters and passes that never run: a
+/// compiled caller passing it closures checks its `__TAKES_CLOSURES` first,
+/// in a const, whose failure is the compile error saying why
+/// (`closure_checks`).
 pub(crate) fn tape_callee_passes(signature: &Signature) -> TokenStream {
     let modules = function_param_modules(signature);
     let count = signature.params.len();
@@ -270,8 +287,11 @@ impl Passes<'_> {
     /// implementations of the callees' traits for their structs.
     pub(crate) fn closure_items(&self) -> TokenStream {
         let items = self.closures.iter().enumerate().map(|(n, closure)| {
-            let passes = Passes::new(&closure.compiled, &closure.signature);
+            let mut passes = Passes::new(&closure.compiled, &closure.signature);
+            passes.closure_record = self.closure_record;
             let (items, _) = passes.items();
+            // Its recording pass, for a callee on the tape (`__on_tape`).
+            let record = self.closure_record.map(|record| record(closure));
             let markers = Passes::markers(&closure.signature);
             let def = &self.function.closures[n];
             let module = closure_module(n);
@@ -288,6 +308,7 @@ impl Passes<'_> {
                     use ::core::iter::{Iterator as _, IntoIterator as _, DoubleEndedIterator as _, ExactSizeIterator as _};
                     use ::core::clone::Clone as _;
                     #items
+                    #record
                     #markers
                     #[doc(hidden)]
                     pub struct Fwd<#(#c),*> { #(pub #c_fields: #c),* }
@@ -349,12 +370,22 @@ impl Passes<'_> {
         let fwd_trait = quote_spanned!(span=> #callee::#traits::Fwd);
         let adj_trait = quote_spanned!(span=> #callee::#traits::Adj);
         let out = quote!(#callee::#traits::__Out);
+        let tape_methods = closure_tape_methods(signature, own, &c_fields, &module);
         let forward = quote! {
             #[inline(always)]
             fn __fwd<__DeltadR: ::deltad::__private::Record<#s>>(&self, rec: &mut __DeltadR, #(#own_names: #own_types),*) -> #out<#s> {
                 #module::__deltad_fwd(rec, #(#own_names,)* #(self.#c_fields),*)
             }
+            #tape_methods
         };
+        let add_captured = capture_params.iter().zip(&c_fields).zip(&k_fields).filter(|((param, _), _)| param.kind.is_active()).map(|((param, c), k)| match param.kind {
+            ParamKind::Real => quote!(::deltad::__private::ScalarSink::add(&mut self.#k, reader.cotangent::<#a>());),
+            _ => quote! {
+                for __deltad_k in 0..self.#c.len() {
+                    *::deltad::__private::SliceSink::at(&mut self.#k, __deltad_k) += reader.cotangent::<#a>();
+                }
+            },
+        });
         quote! {
             impl<#s: ::deltad::__private::Scalar<Prim = #prim>> #fwd_trait<#s> for #module::Fwd<#(#capture_types),*> {
                 #forward
@@ -367,15 +398,93 @@ impl Passes<'_> {
                 fn __adj<#(#own_sink_types #own_bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<#s>, #(#own_names: #own_types,)* out: #out<#a>, #(#own_sinks: #own_sink_types),*) {
                     #module::__deltad_adj(stack, #(#own_names,)* #(self.#c_fields,)* out, #(#own_sinks,)* #(::deltad::__private::Reborrow(&mut self.#k_fields)),*)
                 }
+                fn __add_captured(&mut self, reader: &mut ::deltad::__private::GradReader<'_, #s>) {
+                    let _ = &reader;
+                    #(#add_captured)*
+                }
             }
         }
     }
 }
 
+/// The methods of a closure's structs that let a callee on the tape call
+/// it (`bridge.rs`): the values of the reals it captures, and a call
+/// recorded by the closure's recording pass, its captures the tape's inputs
+/// `lifted` made from those values, or constants where there are none.
+fn closure_tape_methods(
+    signature: &Signature,
+    own: usize,
+    fields: &[Ident],
+    module: &Ident,
+) -> TokenStream {
+    let (own, captures) = signature.params.split_at(own);
+    let s = quote!(__DeltadS);
+    let real = quote!(::deltad::__private::Real);
+    let out = match signature.buffer_output() {
+        Some(_) => quote!(::std::vec::Vec<#real<'t, #s>>),
+        None => quote!(#real<'t, #s>),
+    };
+    let cow = quote!(::deltad::__private::Cow);
+    let own_names = numbered("a", own.len());
+    let own_types = own.iter().map(|param| match param.kind {
+        ParamKind::Real => quote!(#real<'t, #s>),
+        ParamKind::Vec => quote!(::std::vec::Vec<#real<'t, #s>>),
+        _ => quote!(&[#real<'t, #s>]),
+    });
+    let own_args = own
+        .iter()
+        .zip(&own_names)
+        .map(|(param, name)| match param.kind {
+            ParamKind::Real | ParamKind::Vec => quote!(#name),
+            _ => quote!(#cow::Borrowed(#name)),
+        });
+    let mut captured = Vec::new();
+    let mut capture_args = Vec::new();
+    for (param, c) in captures.iter().zip(fields) {
+        match param.kind {
+            ParamKind::Real => {
+                captured.push(quote!(values.push(self.#c);));
+                capture_args.push(quote! {
+                    if lifted.is_empty() {
+                        #real::constant(self.#c)
+                    } else {
+                        __deltad_at += 1;
+                        lifted[__deltad_at - 1]
+                    }
+                });
+            }
+            ref kind if kind.is_active() => {
+                captured.push(quote!(values.extend_from_slice(&self.#c[..]);));
+                capture_args.push(quote! {
+                    if lifted.is_empty() {
+                        #cow::Owned(self.#c.iter().map(|&__deltad_v| #real::constant(__deltad_v)).collect())
+                    } else {
+                        __deltad_at += self.#c.len();
+                        #cow::Borrowed(&lifted[__deltad_at - self.#c.len()..__deltad_at])
+                    }
+                });
+            }
+            _ => capture_args.push(quote!(self.#c)),
+        }
+    }
+    let record = Ident::new(crate::names::items::RECORD_FN, Span::call_site());
+    quote! {
+        fn __captured(&self, values: &mut ::std::vec::Vec<#s>) {
+            let _ = &values;
+            #(#captured)*
+        }
+        fn __on_tape<'t>(&self, tape: &'t ::deltad::__private::Tape<#s>, lifted: &[#real<'t, #s>], #(#own_names: #own_types),*) -> #out where #s: 't {
+            let mut __deltad_at = 0usize;
+            let _ = (&lifted, &mut __deltad_at);
+            #module::#record(tape, #(#own_args,)* #(#capture_args),*)
+        }
+    }
+}
+
 /// For each closure a compiled function passes (its closures' too), a
-/// check that the callee took the compiled path (else it has no passes
-/// taking closures), in a const next to the function: a failure is the
-/// message, at the closure.
+/// check that the callee's compiled passes can be called (its own or the
+/// bridge's: else they never run), in a const next to the function: a
+/// failure is the message, at the closure.
 pub(crate) fn closure_checks(compiled: &super::Compiled) -> TokenStream {
     // (The body is relocated two modules down.)
     let checks = closure_asserts(compiled, 2);
@@ -394,9 +503,9 @@ fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
         let mut callee = def.callee.clone();
         crate::relocate::back(&mut callee, levels);
         let name = quote!(#callee).to_string().replace(' ', "");
-        let message = format!("`{name}` took the tape path, so a function on the compiled path cannot pass it closures: `DELTAD_ENGINE=1 cargo build` says why it took the tape; or drop `compiled` from this function's `#[differentiate(..)]`");
+        let message = format!("`{name}` cannot be given closures by a function on the compiled path: its parameters or result keep it on the tape (`DELTAD_ENGINE=1 cargo build` says which); write `#[differentiate(tape)]` on this function");
         quote_spanned! {def.span=>
-            ::core::assert!(#callee::__COMPILED, #message);
+            ::core::assert!(#callee::__TAKES_CLOSURES, #message);
         }
     });
     let inner = compiled

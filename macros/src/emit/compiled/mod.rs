@@ -20,7 +20,9 @@ use crate::ir::{Function, VarId, VarKind};
 use crate::signature::{ParamKind, Signature};
 use values::Side;
 
-pub(crate) use functions::{closure_checks, function_params, tape_callee_passes};
+pub(crate) use functions::{
+    closure_checks, function_generic, function_param_modules, function_params, tape_callee_passes,
+};
 pub(crate) use keeps::{
     exports as keeps_exports, exports_nothing as keeps_exports_false, keeps_const, keeps_something,
     Keeps,
@@ -99,6 +101,9 @@ pub(crate) struct Passes<'a> {
     /// The checkpointed loop whose iterations are being emitted for the
     /// adjoint to run again, if any.
     pub replaying: std::cell::Cell<Option<crate::ir::LoopId>>,
+    /// Makes the recording pass of a closure the body passes (for callees
+    /// on the tape: `functions.rs`); it lives with the tape's code.
+    pub closure_record: Option<&'a dyn Fn(&ClosurePasses) -> TokenStream>,
 }
 
 /// Generated names (mixed-site: they never meet the user's).
@@ -157,6 +162,7 @@ impl<'a> Passes<'a> {
             next_local: std::cell::Cell::new(0),
             recording: std::cell::Cell::new(Recording::Main),
             replaying: std::cell::Cell::new(None),
+            closure_record: None,
         }
     }
 

@@ -17,10 +17,6 @@ use super::stmts::strip;
 use super::{Lowered, Lowerer, Unsupported};
 use crate::ir::{BufferRef, CallArg, ClosureFn, Expr, ExprKind, FnArg, VarId, VarKind};
 
-/// Why a closure passed to a function stays on the tape, unless the user
-/// asked for the compiled path.
-const CLOSURES: &str = "closures passed to functions are on the compiled path under `#[differentiate(compiled)]` (on this function)";
-
 /// A closure argument: the function value, and the arguments its captures
 /// take (appended to the call's).
 pub(super) struct ClosureArg {
@@ -51,9 +47,6 @@ impl Lowerer {
         let SynExpr::Closure(closure) = strip(arg) else {
             return Ok(None);
         };
-        if !self.closures_compiled {
-            return Err(Unsupported::new(closure.span(), CLOSURES));
-        }
         let float = self.precision.ident(Span::call_site());
         let mut params: Vec<TokenStream> = Vec::new();
         let mut own_names = HashSet::new();
@@ -74,9 +67,32 @@ impl Lowerer {
                     format!("a closure passed to a function on the compiled path names its parameters with their types: `|x: {float}|` or `|x: &[{float}]|`"),
                 ));
             };
+            // (The arguments function values take on the compiled path:
+            // `functions.rs`'s `CompiledFn`; a callee's parameter taking
+            // others has no passes a closure could implement.)
+            if !is_real_or_slice(ty) {
+                return Err(Unsupported::new(
+                    ty.span(),
+                    format!("a closure passed to a function on the compiled path takes reals and slices of reals (`|x: {float}|`, `|x: &[{float}]|`)"),
+                ));
+            }
             own_names.insert(name.to_string());
             params.push(quote!(#name: #ty));
             no_grad.push(false);
+        }
+        // (The results function values give on the compiled path: a real or
+        // a `Vec` of reals, `CompiledFn` again.)
+        let other_result = match &closure.output {
+            syn::ReturnType::Type(_, ty) => {
+                crate::signature::float_name(ty).is_none() && !crate::signature::vec_of_float(ty)
+            }
+            syn::ReturnType::Default => !returns_vec(&closure.body) && !may_be_real(&closure.body),
+        };
+        if other_result {
+            return Err(Unsupported::new(
+                closure.span(),
+                format!("a closure passed to a function on the compiled path returns a real or a `Vec<{float}>`"),
+            ));
         }
         let output = match &closure.output {
             syn::ReturnType::Type(_, ty) => quote!(#ty),
@@ -185,6 +201,31 @@ impl Lowerer {
             span: closure.span(),
             captures,
         }))
+    }
+}
+
+/// True for a real or a shared slice of reals, the arguments function
+/// values take on the compiled path.
+fn is_real_or_slice(ty: &syn::Type) -> bool {
+    use crate::signature::float_name;
+    match ty {
+        syn::Type::Reference(r) if r.mutability.is_none() => {
+            matches!(&*r.elem, syn::Type::Slice(slice) if float_name(&slice.elem).is_some())
+        }
+        ty => float_name(ty).is_some(),
+    }
+}
+
+/// False if a closure's value is by its form not a real: an array, a tuple
+/// or a unit.
+fn may_be_real(body: &SynExpr) -> bool {
+    match strip(body) {
+        SynExpr::Array(_) | SynExpr::Repeat(_) | SynExpr::Tuple(_) => false,
+        SynExpr::Block(block) => match block.block.stmts.last() {
+            Some(syn::Stmt::Expr(tail, None)) => may_be_real(tail),
+            _ => false,
+        },
+        _ => true,
     }
 }
 

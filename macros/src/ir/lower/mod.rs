@@ -52,13 +52,7 @@ impl Unsupported {
 pub(crate) type Lowered<T> = Result<T, Unsupported>;
 
 /// Lowers `body` (relocated) of a function with `signature`.
-/// `closures_compiled`: closures passed to callees' function parameters
-/// are compiled (else they are [`Unsupported`]).
-pub(crate) fn lower(
-    signature: &Signature,
-    body: &syn::Block,
-    closures_compiled: bool,
-) -> Lowered<Function> {
+pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Function> {
     let mut lowerer = Lowerer {
         vars: Vec::new(),
         scopes: vec![Vec::new()],
@@ -70,7 +64,6 @@ pub(crate) fn lower(
         by_ref: HashSet::new(),
         closures: closures::Closures::new(),
         closure_fns: Vec::new(),
-        closures_compiled,
         returns_buffer: signature.buffer_output().is_some(),
         precision: signature.precision,
         plain: HashSet::new(),
@@ -285,8 +278,6 @@ pub(super) struct Lowerer {
     closures: closures::Closures,
     /// The closures passed to callees' function parameters, as functions.
     closure_fns: Vec<crate::ir::ClosureFn>,
-    /// Closures passed to callees are compiled (`closure_args.rs`).
-    closures_compiled: bool,
     /// The function's result is a buffer (`Vec` or array of reals).
     returns_buffer: bool,
     /// The function's machine float.
