@@ -523,3 +523,52 @@ fn closures_of_other_shapes_stay_on_the_tape() {
         "against the closed form",
     );
 }
+
+/// A function taking a function that passes it on, by reference and by
+/// value, to a function on the compiled path and to one on the tape (each
+/// given an adapter implementing the callee's traits by calling its own).
+#[differentiate(compiled)]
+fn mean_and_half<F: Fn(f64) -> f64>(f: F, a: f64, b: f64) -> f64 {
+    let mean = integrate(&f, a, b, 40) / (b - a);
+    let half = integrate_on_tape(&f, a, 0.5 * (a + b), 40);
+    mean * mean + half * f(b) + integrate(f, b, 2.0 * b, 10)
+}
+
+macro_rules! passed_on {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(k: f64, upper: f64) -> f64 {
+            mean_and_half(|t: f64| (k * t).sin() + k * t * t, 0.1, upper)
+        }
+    };
+}
+passed_on!(passed_on_compiled, compiled);
+passed_on!(passed_on_tape, tape);
+
+#[test]
+fn a_function_parameter_passed_on() {
+    for (k, upper) in [(0.7, 1.3), (-1.2, 0.6)] {
+        let (value, g) = passed_on_compiled::value_and_grad(k, upper);
+        let (value_t, g_t) = passed_on_tape::value_and_grad(k, upper);
+        assert_eq!(value, passed_on_compiled(k, upper));
+        near(value, value_t, 1e-13, "value against the tape");
+        assert_close_tol(
+            &[g.k, g.upper],
+            &[g_t.k, g_t.upper],
+            1e-12,
+            "against the tape",
+        );
+        let reference = finite_difference(|p| passed_on_compiled(p[0], p[1]), &[k, upper]);
+        assert_close(&[g.k, g.upper], &reference, "against central differences");
+        let h = passed_on_compiled::hessian(k, upper);
+        let h_t = passed_on_tape::hessian(k, upper);
+        for (row, row_t) in h.iter().zip(&h_t) {
+            assert_close_tol(
+                &[row.k, row.upper],
+                &[row_t.k, row_t.upper],
+                1e-11,
+                "hessian",
+            );
+        }
+    }
+}

@@ -312,6 +312,8 @@ pub enum Arg {
         param: String,
         body: Expr,
     },
+    /// `&func`: the calling function's own function parameter passed on.
+    PassedOn,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -504,6 +504,7 @@ fn call_args(args: &[Arg]) -> Vec<String> {
                 format!("[{}]", elems.join(", "))
             }
             Arg::Closure { param, body } => format!("|{param}: f64| {}", expr(body)),
+            Arg::PassedOn => "&func".to_string(),
         })
         .collect()
 }

@@ -953,6 +953,10 @@ impl Gen {
     /// A closure given to a function parameter: like `let_closure`'s, its
     /// value squashed to about 3.
     fn closure_arg(&mut self) -> Arg {
+        // (Or, in a function taking a function, that function passed on.)
+        if self.takes_function && self.rng.chance(0.3) {
+            return Arg::PassedOn;
+        }
         let (param, body, bound) = self.closure_body();
         let (body, _) = if bound > 3.0 {
             self.squash(body, bound)

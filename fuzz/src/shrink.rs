@@ -408,7 +408,9 @@ fn children(e: &Expr) -> Vec<&Expr> {
                 Arg::Real(e) => vec![e],
                 Arg::Array(elems) => elems.iter().collect(),
                 // (A closure's body reads its parameter: not hoisted.)
-                Arg::Slice { .. } | Arg::Struct(_) | Arg::Closure { .. } => Vec::new(),
+                Arg::Slice { .. } | Arg::Struct(_) | Arg::Closure { .. } | Arg::PassedOn => {
+                    Vec::new()
+                }
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],
@@ -451,7 +453,9 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
                 Arg::Real(e) => vec![e],
                 Arg::Array(elems) => elems.iter_mut().collect(),
                 // (A closure's body reads its parameter: not hoisted.)
-                Arg::Slice { .. } | Arg::Struct(_) | Arg::Closure { .. } => Vec::new(),
+                Arg::Slice { .. } | Arg::Struct(_) | Arg::Closure { .. } | Arg::PassedOn => {
+                    Vec::new()
+                }
             })
             .collect(),
         Expr::CallField(call, _) => vec![call],

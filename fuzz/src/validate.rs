@@ -315,6 +315,10 @@ impl Env<'_> {
                     elems.len() == n && elems.iter().all(|e| self.expr(e))
                 }
                 (ParamTy::Func, Arg::Closure { param, body }) => self.closure(param, body),
+                (ParamTy::Func, Arg::PassedOn) => self
+                    .vars
+                    .iter()
+                    .any(|(n, k)| n == "func" && *k == Kind::Closure),
                 _ => false,
             })
     }

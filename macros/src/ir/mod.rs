@@ -57,6 +57,23 @@ pub(crate) struct Function {
     /// The closures the body passes to function parameters of its callees,
     /// each a function of its own: [`FnArg::Closure`]'s `closure`.
     pub closures: Vec<ClosureFn>,
+    /// The function's own function parameters it passes on to callees'
+    /// function parameters: [`FnArg::Passed`]'s `adapter`.
+    pub passed: Vec<PassedFn>,
+}
+
+/// A function parameter passed on to a callee's function parameter
+/// (`line_search(f, x)` in a function taking `f`): the passes give the
+/// callee an adapter implementing the callee's traits by calling the
+/// function parameter's.
+#[derive(Clone)]
+pub(crate) struct PassedFn {
+    /// The function parameter (a [`VarKind::Function`] variable).
+    pub var: VarId,
+    /// The callee (relocated) and its parameter it is given to.
+    pub callee: syn::Path,
+    pub param: usize,
+    pub span: Span,
 }
 
 /// A closure passed to a callee's function parameter, as the function the
@@ -494,6 +511,13 @@ pub(crate) enum FnArg {
     Closure {
         closure: usize,
         captures: Vec<usize>,
+        span: Span,
+    },
+    /// The function's own function parameter passed on to a callee:
+    /// `Function::passed[adapter]`.
+    Passed {
+        var: VarId,
+        adapter: usize,
         span: Span,
     },
 }

@@ -272,6 +272,16 @@ impl Passes<'_> {
                         None => quote_spanned!(*span=> &#module::Fwd { #(#fields: #captured),* }),
                     });
                 }
+                CallArg::Function(FnArg::Passed { var, adapter, span }) => {
+                    let name = self.name(*var);
+                    let module = passed_module(*adapter);
+                    args.push(match (side, sinks) {
+                        (Side::Adjoint, Some(_)) => {
+                            quote_spanned!(*span=> &mut #module::Adj(&mut *#name))
+                        }
+                        _ => quote_spanned!(*span=> &#module::Fwd(&*#name)),
+                    });
+                }
                 _ => {
                     args.push(values[i].clone());
                     if let Some(sinks) = sinks {
@@ -281,6 +291,81 @@ impl Passes<'_> {
             }
         }
         (args, callee_sinks)
+    }
+
+    /// For each function parameter the body passes on to a callee, a module
+    /// with two adapters holding it (`Fwd`: shared, `Adj`: exclusive) that
+    /// implement the callee's traits by calling its own.
+    pub(crate) fn passed_items(&self) -> TokenStream {
+        let prim = &self.prim;
+        let items = self.function.passed.iter().enumerate().map(|(n, passed)| {
+            let crate::ir::Origin::Param(index) = self.function.vars[passed.var].origin else {
+                unreachable!("function variables are parameters")
+            };
+            let Some((_, shape)) = function_params(self.signature).find(|&(i, _)| i == index) else {
+                unreachable!("a function parameter called on the compiled path has passes")
+            };
+            let own = crate::names::function_param_module(index);
+            let module = passed_module(n);
+            let callee = &passed.callee;
+            let traits = crate::names::function_param_export(passed.param);
+            let span = passed.span;
+            let (fwd_trait, adj_trait) = (
+                quote_spanned!(span=> #callee::#traits::Fwd),
+                quote_spanned!(span=> #callee::#traits::Adj),
+            );
+            let out = quote!(#callee::#traits::__Out);
+            let (s, a) = (quote!(__DeltadS), quote!(__DeltadA));
+            let real = quote!(::deltad::__private::Real<'t, #s>);
+            let count = shape.args.len();
+            let (names, sinks, sink_types) = (
+                numbered("a", count),
+                numbered("j", count),
+                numbered("J", count),
+            );
+            let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
+            let tape_types: Vec<TokenStream> =
+                shape.args.iter().map(|v| value_type(*v, &real)).collect();
+            let tape_out = value_type(shape.ret, &real);
+            let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
+            let forward = quote! {
+                #[inline(always)]
+                fn __fwd<__DeltadR: ::deltad::__private::Record<#s>>(&self, rec: &mut __DeltadR, #(#names: #types),*) -> #out<#s> {
+                    <F as #own::Fwd<#s>>::__fwd(&*self.0, rec, #(#names),*)
+                }
+                fn __captured(&self, values: &mut ::std::vec::Vec<#s>) {
+                    <F as #own::Fwd<#s>>::__captured(&*self.0, values)
+                }
+                fn __on_tape<'t>(&self, tape: &'t ::deltad::__private::Tape<#s>, lifted: &[#real], #(#names: #tape_types),*) -> #tape_out where #s: 't {
+                    <F as #own::Fwd<#s>>::__on_tape(&*self.0, tape, lifted, #(#names),*)
+                }
+            };
+            quote! {
+                #[doc(hidden)]
+                pub mod #module {
+                    #[doc(hidden)]
+                    pub struct Fwd<'a, F>(pub &'a F);
+                    #[doc(hidden)]
+                    pub struct Adj<'a, F>(pub &'a mut F);
+                }
+                impl<'a, #s: ::deltad::__private::Scalar<Prim = #prim>, F: #own::Fwd<#s>> #fwd_trait<#s> for #module::Fwd<'a, F> {
+                    #forward
+                }
+                impl<'a, #s: ::deltad::__private::Scalar<Prim = #prim>, F: #own::Fwd<#s>> #fwd_trait<#s> for #module::Adj<'a, F> {
+                    #forward
+                }
+                impl<'a, #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, F: #own::Adj<#s, #a>> #adj_trait<#s, #a> for #module::Adj<'a, F> {
+                    #[inline(always)]
+                    fn __adj<#(#sink_types: #bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<#s>, #(#names: #types,)* out: #out<#a>, #(#sinks: #sink_types),*) {
+                        <F as #own::Adj<#s, #a>>::__adj(&mut *self.0, stack, #(#names,)* out, #(#sinks),*)
+                    }
+                    fn __add_captured(&mut self, reader: &mut ::deltad::__private::GradReader<'_, #s>) {
+                        <F as #own::Adj<#s, #a>>::__add_captured(&mut *self.0, reader)
+                    }
+                }
+            }
+        });
+        quote!(#(#items)*)
     }
 
     /// The modules of the closures the body passes to callees, and the
@@ -497,14 +582,20 @@ pub(crate) fn closure_checks(compiled: &super::Compiled) -> TokenStream {
 /// The checks of `compiled`'s closures and theirs, its paths relocated
 /// `levels` modules down (a closure's body one more than its caller's).
 fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
-    let checks = compiled.function.closures.iter().map(|def| {
+    let given = compiled
+        .function
+        .closures
+        .iter()
+        .map(|def| (&def.callee, def.span));
+    let passed = compiled.function.passed.iter().map(|p| (&p.callee, p.span));
+    let checks = given.chain(passed).map(|(callee, span)| {
         // (The callee's path as the user wrote it: the function's module
         // is where the const is.)
-        let mut callee = def.callee.clone();
+        let mut callee = callee.clone();
         crate::relocate::back(&mut callee, levels);
         let name = quote!(#callee).to_string().replace(' ', "");
-        let message = format!("`{name}` cannot be given closures by a function on the compiled path: its parameters or result keep it on the tape (`DELTAD_ENGINE=1 cargo build` says which); write `#[differentiate(tape)]` on this function");
-        quote_spanned! {def.span=>
+        let message = format!("`{name}` cannot be given functions by a function on the compiled path: its parameters or result keep it on the tape (`DELTAD_ENGINE=1 cargo build` says which); write `#[differentiate(tape)]` on this function");
+        quote_spanned! {span=>
             ::core::assert!(#callee::__TAKES_CLOSURES, #message);
         }
     });
@@ -513,6 +604,12 @@ fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
         .iter()
         .map(|closure| closure_asserts(&closure.compiled, levels + 1));
     quote!(#(#checks)* #(#inner)*)
+}
+
+/// The module of the adapters of the function parameter the body passes
+/// on in `Function::passed[n]`.
+fn passed_module(n: usize) -> Ident {
+    format_ident!("__deltad_passed{}", n)
 }
 
 /// The module of the body's closure `n`.

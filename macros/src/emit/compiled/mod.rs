@@ -485,10 +485,12 @@ impl<'a> Passes<'a> {
         let unvalued_entry = entry(&fwd_unvalued_fn, quote!(::deltad::__private::Unvalued));
         let function_modules = functions::function_param_modules(self.signature);
         let closure_items = self.closure_items();
+        let passed_items = self.passed_items();
         let items = quote! {
             #keeps_consts
             #function_modules
             #closure_items
+            #passed_items
 
             #[doc(hidden)]
             #inline

@@ -29,8 +29,16 @@ impl Lowerer {
     /// The caller's own function parameter passed on, as a function
     /// argument (`None` if `arg` is not one).
     pub(super) fn function_param_arg(&self, arg: &SynExpr) -> Option<FnArg> {
-        let SynExpr::Path(path) = strip(arg) else {
-            return None;
+        let path = match strip(arg) {
+            SynExpr::Path(path) => path,
+            // (`&f`, which is a function too.)
+            SynExpr::Reference(reference) if reference.mutability.is_none() => {
+                match strip(&reference.expr) {
+                    SynExpr::Path(path) => path,
+                    _ => return None,
+                }
+            }
+            _ => return None,
         };
         let var = self.resolve_path(&path.path)?;
         (self.kind(var) == VarKind::Function).then_some(FnArg::Param(var))

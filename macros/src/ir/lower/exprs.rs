@@ -497,11 +497,17 @@ impl Lowerer {
         let mut args = Vec::new();
         let mut captures = Vec::new();
         for (param, arg) in call.args.iter().enumerate() {
-            if self.function_param_arg(arg).is_some() {
-                return Err(Unsupported::new(
-                    arg.span(),
-                    "passing a function parameter on to another function is not on the compiled path yet",
-                ));
+            if let Some(FnArg::Param(var)) = self.function_param_arg(arg) {
+                let span = arg.span();
+                self.passed_fns.push(crate::ir::PassedFn {
+                    var,
+                    callee: path.clone(),
+                    param,
+                    span,
+                });
+                let adapter = self.passed_fns.len() - 1;
+                args.push(CallArg::Function(FnArg::Passed { var, adapter, span }));
+                continue;
             }
             if let Some(closure) = self.closure_arg(arg, path, param)? {
                 args.push(CallArg::Function(FnArg::Closure {

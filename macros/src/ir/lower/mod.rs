@@ -64,6 +64,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         by_ref: HashSet::new(),
         closures: closures::Closures::new(),
         closure_fns: Vec::new(),
+        passed_fns: Vec::new(),
         returns_buffer: signature.buffer_output().is_some(),
         precision: signature.precision,
         plain: HashSet::new(),
@@ -222,6 +223,7 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         fields: lowerer.fields,
         result_struct,
         closures: lowerer.closure_fns,
+        passed: lowerer.passed_fns,
     })
 }
 
@@ -278,6 +280,8 @@ pub(super) struct Lowerer {
     closures: closures::Closures,
     /// The closures passed to callees' function parameters, as functions.
     closure_fns: Vec<crate::ir::ClosureFn>,
+    /// The function parameters passed on to callees.
+    passed_fns: Vec<crate::ir::PassedFn>,
     /// The function's result is a buffer (`Vec` or array of reals).
     returns_buffer: bool,
     /// The function's machine float.
