@@ -954,7 +954,7 @@ impl Gen {
     /// value squashed to about 3.
     fn closure_arg(&mut self) -> Arg {
         // (Or, in a function taking a function, that function passed on.)
-        if self.takes_function && self.rng.chance(0.3) {
+        if self.takes_function && self.rng.chance(0.7) {
             return Arg::PassedOn;
         }
         let (param, body, bound) = self.closure_body();
