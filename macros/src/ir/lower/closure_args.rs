@@ -111,6 +111,20 @@ impl Lowerer {
         };
         // The variables it reads, in the order it first names them.
         let names = Names::in_expr(&closure.body);
+        // (Its captures are its arguments: writes to them would not reach
+        // the caller's variables.)
+        let mut assigned = Assigned::default();
+        assigned.visit_expr(&closure.body);
+        if let Some(name) = assigned.roots.iter().find(|name| {
+            !own_names.contains(*name)
+                && !assigned.bound.contains(name)
+                && super::resolve_in(&self.scopes, name).is_some()
+        }) {
+            return Err(Unsupported::new(
+                closure.span(),
+                format!("a closure passed to a function that assigns to `{name}`, a variable of the caller, is not on the compiled path yet"),
+            ));
+        }
         let mut captures = Vec::new();
         let mut captured: Vec<VarId> = Vec::new();
         let mut untyped = Vec::new();
@@ -281,6 +295,65 @@ fn returns_vec(body: &SynExpr) -> bool {
             })
         }
         other => vec_value(other),
+    }
+}
+
+/// The variables code assigns to (`x = ..`, `x += ..`, `x[i] = ..`,
+/// `x.a = ..`), by the name at the root of the place.
+/// Names bound inside the code are left out (`bound`): its own locals.
+#[derive(Default)]
+struct Assigned {
+    roots: Vec<String>,
+    bound: Vec<String>,
+}
+
+impl Assigned {
+    fn place(&mut self, place: &SynExpr) {
+        match strip(place) {
+            SynExpr::Path(path) => {
+                if let Some(ident) = path.path.get_ident() {
+                    self.roots.push(ident.to_string());
+                }
+            }
+            SynExpr::Index(index) => self.place(&index.expr),
+            SynExpr::Field(field) => self.place(&field.base),
+            SynExpr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+                self.place(&unary.expr)
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Assigned {
+    fn visit_expr_assign(&mut self, assign: &'ast syn::ExprAssign) {
+        self.place(&assign.left);
+        syn::visit::visit_expr_assign(self, assign);
+    }
+
+    fn visit_pat_ident(&mut self, pat: &'ast syn::PatIdent) {
+        self.bound.push(pat.ident.to_string());
+        syn::visit::visit_pat_ident(self, pat);
+    }
+
+    fn visit_expr_binary(&mut self, binary: &'ast syn::ExprBinary) {
+        use syn::BinOp::*;
+        if matches!(
+            binary.op,
+            AddAssign(_)
+                | SubAssign(_)
+                | MulAssign(_)
+                | DivAssign(_)
+                | RemAssign(_)
+                | BitXorAssign(_)
+                | BitAndAssign(_)
+                | BitOrAssign(_)
+                | ShlAssign(_)
+                | ShrAssign(_)
+        ) {
+            self.place(&binary.left);
+        }
+        syn::visit::visit_expr_binary(self, binary);
     }
 }
 

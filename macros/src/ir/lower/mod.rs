@@ -145,7 +145,9 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         if matches!(param.kind, ParamKind::Constant | ParamKind::Discrete) {
             lowerer.plain.insert(var);
         }
-        if mutable {
+        // (`mut f: F`, which an `FnMut` needs to be called, is the function
+        // itself: the passes call it through `&mut` in the adjoint anyway.)
+        if mutable && kind != VarKind::Function {
             if kind == VarKind::Buffer {
                 return Err(Unsupported::new(
                     name.span(),
