@@ -638,3 +638,63 @@ fn a_function_taking_fn_mut() {
         "compiled derivative",
     );
 }
+
+/// The mean of `f` on the segment from `x` along `d`: a closure calling
+/// the function parameter `f`, given to the integrator (the closure takes
+/// `f` through an adapter implementing its traits).
+#[differentiate(compiled)]
+fn mean_along<F: Fn(&[f64]) -> f64>(f: F, x: &[f64], d: &[f64]) -> f64 {
+    integrate(
+        |t: f64| {
+            let p: Vec<f64> = x.iter().zip(d).map(|(a, b)| a + t * b).collect();
+            f(&p)
+        },
+        0.0,
+        1.0,
+        20,
+    )
+}
+
+macro_rules! along {
+    ($name:ident, $engine:ident) => {
+        #[differentiate($engine)]
+        fn $name(k: f64, w: &[f64]) -> f64 {
+            mean_along(
+                |p: &[f64]| (k * p[0]).sin() + p[1] * p[1] * k,
+                w,
+                &[0.5, -0.25],
+            )
+        }
+    };
+}
+along!(along_compiled, compiled);
+along!(along_tape, tape);
+
+#[test]
+fn a_closure_calling_a_function_parameter() {
+    for (k, w) in [(0.7, [1.5, 2.0]), (-0.4, [0.3, -1.1])] {
+        let (value, g) = along_compiled::value_and_grad(k, &w);
+        let (value_t, g_t) = along_tape::value_and_grad(k, &w);
+        assert_eq!(value, along_compiled(k, &w));
+        near(value, value_t, 1e-13, "value against the tape");
+        let got = [g.k, g.w[0], g.w[1]];
+        assert_close_tol(
+            &got,
+            &[g_t.k, g_t.w[0], g_t.w[1]],
+            1e-12,
+            "against the tape",
+        );
+        let reference = finite_difference(|p| along_compiled(p[0], &p[1..]), &[k, w[0], w[1]]);
+        assert_close(&got, &reference, "against central differences");
+        let h = along_compiled::hessian(k, &w);
+        let h_t = along_tape::hessian(k, &w);
+        for (row, row_t) in h.iter().zip(&h_t) {
+            assert_close_tol(
+                &[row.k, row.w[0], row.w[1]],
+                &[row_t.k, row_t.w[0], row_t.w[1]],
+                1e-11,
+                "hessian",
+            );
+        }
+    }
+}

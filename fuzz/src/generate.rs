@@ -33,6 +33,7 @@ pub fn program(name: &str, seed: u64) -> Program {
         checkpoint: false,
         stencils: Vec::new(),
         takes_function: false,
+        in_closure_body: false,
     };
     let mut funcs = Vec::new();
     for h in 0..helpers {
@@ -135,6 +136,8 @@ struct Gen {
     stencils: Vec<Stencil>,
     /// The function being generated takes a function (`ParamTy::Func`).
     takes_function: bool,
+    /// A closure's body is being generated (`closure_body`).
+    in_closure_body: bool,
 }
 
 /// A `Stencil` loop: its variable and the buffers its body may index
@@ -973,14 +976,22 @@ impl Gen {
         let param = self.name("t");
         let saved = self.vars.clone();
         let saved_mode = self.mode.clone();
+        // (The function's own function parameter stays: a closure may call
+        // it.)
         for v in self.vars.iter_mut() {
-            if !v.capturable || matches!(v.kind, Kind::Buf(_) | Kind::Closure) {
+            let own_function = v.name == "func";
+            if !v.capturable
+                || matches!(v.kind, Kind::Buf(_))
+                || (v.kind == Kind::Closure && !own_function)
+            {
                 v.hidden = true;
             }
         }
         self.mode = Mode::Straight(Vec::new());
         self.declare(&param, Kind::Real, CAP, false);
+        self.in_closure_body = true;
         let (body, bound) = self.real_capped(2);
+        self.in_closure_body = false;
         self.vars = saved;
         self.mode = saved_mode;
         (param, body, bound)
@@ -1525,7 +1536,16 @@ impl Gen {
             (1, 2),
             (2, 12),
             (3, if callable { 3 } else { 0 }),
-            (4, if normal && !closures.is_empty() { 3 } else { 0 }),
+            // (In a closure's body, the only visible closure is the
+            // function's own function parameter.)
+            (
+                4,
+                if (normal || self.in_closure_body) && !closures.is_empty() {
+                    3
+                } else {
+                    0
+                },
+            ),
             (5, if normal { 2 } else { 0 }),
             (6, if normal { 2 } else { 0 }),
             (7, if normal && !seqs.is_empty() { 3 } else { 0 }),

@@ -264,6 +264,8 @@ fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenS
             #(#modules)*
             #[doc(hidden)]
             pub const __TAKES_CLOSURES: bool = #takes_closures;
+            #[doc(hidden)]
+            pub const __COMPILED: bool = #compiled;
         };
     }
     let compiled_passes = compiled_passes(has_compiled_convention(signature));

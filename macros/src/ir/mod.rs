@@ -63,17 +63,26 @@ pub(crate) struct Function {
 }
 
 /// A function parameter passed on to a callee's function parameter
-/// (`line_search(f, x)` in a function taking `f`): the passes give the
-/// callee an adapter implementing the callee's traits by calling the
-/// function parameter's.
+/// (`line_search(f, x)` in a function taking `f`), or read by a closure
+/// the body passes to a callee (`argmin(|t: f64| f(..), ..)`): the passes
+/// give the callee (or the closure) an adapter implementing its traits by
+/// calling the function parameter's.
 #[derive(Clone)]
 pub(crate) struct PassedFn {
     /// The function parameter (a [`VarKind::Function`] variable).
     pub var: VarId,
-    /// The callee (relocated) and its parameter it is given to.
-    pub callee: syn::Path,
-    pub param: usize,
+    pub to: PassedTo,
     pub span: Span,
+}
+
+/// Whose function parameter a [`PassedFn`] is given to.
+#[derive(Clone)]
+pub(crate) enum PassedTo {
+    /// A callee's (relocated) parameter.
+    Callee { callee: syn::Path, param: usize },
+    /// Parameter `param` of `Function::closures[closure]` (its captures
+    /// are its last parameters).
+    Closure { closure: usize, param: usize },
 }
 
 /// A closure passed to a callee's function parameter, as the function the

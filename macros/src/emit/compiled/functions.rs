@@ -13,6 +13,11 @@
 //! `__deltad_closure{n}`, with two structs holding the captures' values
 //! (`Fwd`) and also their adjoints' sinks (`Adj`), which implement the
 //! callee's traits by calling the closure's passes.
+//!
+//! The function's own function parameter passed on to a callee, or read
+//! by such a closure (a function parameter of the closure's), is given as
+//! an adapter (`__deltad_passed{n}`, holding it shared or exclusive) that
+//! implements the callee's (or the closure's) traits by calling its own.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -20,7 +25,7 @@ use syn::Ident;
 
 use super::{flat_sink_bound, keeps, Passes, Side};
 use crate::functions::{CompiledFn, FnValue};
-use crate::ir::{Call, CallArg, FnArg};
+use crate::ir::{Call, CallArg, FnArg, PassedTo};
 use crate::signature::{ParamKind, Signature};
 
 /// The argument and result types of a function value's passes, on reals
@@ -262,11 +267,26 @@ impl Passes<'_> {
                 }) => {
                     let module = closure_module(*closure);
                     let fields = numbered("c", captures.len());
-                    let captured = captures.iter().map(|&c| &values[c]);
+                    // (A function parameter it reads: through its adapter,
+                    // which has no sink.)
+                    let captured = captures.iter().map(|&c| match &call.args[c] {
+                        CallArg::Function(FnArg::Passed { var, adapter, span }) => {
+                            let name = self.name(*var);
+                            let passed = passed_module(*adapter);
+                            match sinks {
+                                Some(_) => quote_spanned!(*span=> #passed::Adj(&mut *#name)),
+                                None => quote_spanned!(*span=> #passed::Fwd(&*#name)),
+                            }
+                        }
+                        _ => values[c].clone(),
+                    });
                     args.push(match sinks {
                         Some(sinks) => {
                             let sink_fields = numbered("k", captures.len());
-                            let capture_sinks = captures.iter().map(|&c| &sinks[c]);
+                            let capture_sinks = captures.iter().map(|&c| match &call.args[c] {
+                                CallArg::Function(_) => quote!(()),
+                                _ => sinks[c].clone(),
+                            });
                             quote_spanned!(*span=> &mut #module::Adj { #(#fields: #captured,)* #(#sink_fields: #capture_sinks,)* })
                         }
                         None => quote_spanned!(*span=> &#module::Fwd { #(#fields: #captured),* }),
@@ -307,14 +327,24 @@ impl Passes<'_> {
             };
             let own = crate::names::function_param_module(index);
             let module = passed_module(n);
-            let callee = &passed.callee;
-            let traits = crate::names::function_param_export(passed.param);
+            // (The traits of the callee's parameter, or of the closure's.)
+            let traits = match &passed.to {
+                PassedTo::Callee { callee, param } => {
+                    let export = crate::names::function_param_export(*param);
+                    quote!(#callee::#export)
+                }
+                PassedTo::Closure { closure, param } => {
+                    let closure = closure_module(*closure);
+                    let module = crate::names::function_param_module(*param);
+                    quote!(#closure::#module)
+                }
+            };
             let span = passed.span;
             let (fwd_trait, adj_trait) = (
-                quote_spanned!(span=> #callee::#traits::Fwd),
-                quote_spanned!(span=> #callee::#traits::Adj),
+                quote_spanned!(span=> #traits::Fwd),
+                quote_spanned!(span=> #traits::Adj),
             );
-            let out = quote!(#callee::#traits::__Out);
+            let out = quote!(#traits::__Out);
             let (s, a) = (quote!(__DeltadS), quote!(__DeltadA));
             let real = quote!(::deltad::__private::Real<'t, #s>);
             let count = shape.args.len();
@@ -376,7 +406,12 @@ impl Passes<'_> {
             passes.closure_record = self.closure_record;
             let (items, _) = passes.items();
             // Its recording pass, for a callee on the tape (`__on_tape`).
-            let record = self.closure_record.map(|record| record(closure));
+            // (A closure calling a function parameter has none: its callee
+            // took the compiled path, `closure_asserts`.)
+            let record = self
+                .closure_record
+                .filter(|_| !closure.signature.takes_functions())
+                .map(|record| record(closure));
             let markers = Passes::markers(&closure.signature);
             let def = &self.function.closures[n];
             let module = closure_module(n);
@@ -422,12 +457,63 @@ impl Passes<'_> {
             Ident::new("__DeltadA", Span::call_site()),
         );
         let (own_params, capture_params) = signature.params.split_at(own);
-        // The types of the captures in the structs, and of the closure's
-        // own parameters: as the closure's passes take them.
-        let capture_types: Vec<TokenStream> = capture_params
-            .iter()
-            .map(|param| super::flat_param_type(param, &s_ident))
+        // The function parameters it reads: each its adapters' module
+        // (`passed_items`) and the caller's module of its traits.
+        let adapters: Vec<Option<(Ident, Ident)>> = (0..capture_params.len())
+            .map(|k| {
+                self.function
+                    .passed
+                    .iter()
+                    .enumerate()
+                    .find_map(|(at, passed)| {
+                        match (&passed.to, self.function.vars[passed.var].origin) {
+                            (
+                                PassedTo::Closure { closure, param },
+                                crate::ir::Origin::Param(index),
+                            ) if *closure == n && *param == own + k => Some((
+                                passed_module(at),
+                                crate::names::function_param_module(index),
+                            )),
+                            _ => None,
+                        }
+                    })
+            })
             .collect();
+        let g_types = numbered("__DeltadG", capture_params.len());
+        let lifetime = adapters
+            .iter()
+            .any(Option::is_some)
+            .then(|| quote!('__deltad_p,));
+        // The types of the captures in the structs (a function's: its
+        // adapter, shared in `Fwd`, exclusive in `Adj`), and of the
+        // closure's own parameters: as the closure's passes take them.
+        let capture_types = |adapter: &str| -> Vec<TokenStream> {
+            let adapter = Ident::new(adapter, Span::call_site());
+            capture_params
+                .iter()
+                .zip(&adapters)
+                .zip(&g_types)
+                .map(|((param, passed), g)| match passed {
+                    Some((module, _)) => quote!(#module::#adapter<'__deltad_p, #g>),
+                    None => super::flat_param_type(param, &s_ident),
+                })
+                .collect()
+        };
+        let (fwd_types, adj_types) = (capture_types("Fwd"), capture_types("Adj"));
+        let g_bounds = |side: Side| -> Vec<TokenStream> {
+            adapters
+                .iter()
+                .zip(&g_types)
+                .filter_map(|(passed, g)| {
+                    let (_, caller) = passed.as_ref()?;
+                    Some(match side {
+                        Side::Forward => quote!(#g: #caller::Fwd<#s>),
+                        Side::Adjoint => quote!(#g: #caller::Adj<#s, #a>),
+                    })
+                })
+                .collect()
+        };
+        let (g_fwd, g_adj) = (g_bounds(Side::Forward), g_bounds(Side::Adjoint));
         let k_types = numbered("K", capture_params.len());
         let capture_bounds: Vec<TokenStream> = capture_params
             .iter()
@@ -436,6 +522,30 @@ impl Passes<'_> {
                 let bound = flat_sink_bound(&param.kind, &a_ident);
                 quote!(#ty #bound)
             })
+            .collect();
+        // The captures as the closure's passes take them, and the sinks of
+        // their adjoints (none for a function).
+        let fwd_captures: Vec<TokenStream> = adapters
+            .iter()
+            .zip(numbered("c", capture_params.len()))
+            .map(|(passed, c)| match passed {
+                Some(_) => quote!(&self.#c),
+                None => quote!(self.#c),
+            })
+            .collect();
+        let adj_captures: Vec<TokenStream> = adapters
+            .iter()
+            .zip(numbered("c", capture_params.len()))
+            .map(|(passed, c)| match passed {
+                Some(_) => quote!(&mut self.#c),
+                None => quote!(self.#c),
+            })
+            .collect();
+        let capture_sinks: Vec<TokenStream> = adapters
+            .iter()
+            .zip(numbered("k", capture_params.len()))
+            .filter(|(passed, _)| passed.is_none())
+            .map(|(_, k)| quote!(::deltad::__private::Reborrow(&mut self.#k)))
             .collect();
         let own_types: Vec<TokenStream> = own_params
             .iter()
@@ -459,12 +569,17 @@ impl Passes<'_> {
         let forward = quote! {
             #[inline(always)]
             fn __fwd<__DeltadR: ::deltad::__private::Record<#s>>(&self, rec: &mut __DeltadR, #(#own_names: #own_types),*) -> #out<#s> {
-                #module::__deltad_fwd(rec, #(#own_names,)* #(self.#c_fields),*)
+                #module::__deltad_fwd(rec, #(#own_names,)* #(#fwd_captures),*)
             }
             #tape_methods
         };
-        let add_captured = capture_params.iter().zip(&c_fields).zip(&k_fields).filter(|((param, _), _)| param.kind.is_active()).map(|((param, c), k)| match param.kind {
+        let add_captured = capture_params.iter().zip(&c_fields).zip(&k_fields).filter(|((param, _), _)| param.kind.is_active() || matches!(param.kind, ParamKind::Function { .. })).map(|((param, c), k)| match param.kind {
             ParamKind::Real => quote!(::deltad::__private::ScalarSink::add(&mut self.#k, reader.cotangent::<#a>());),
+            ParamKind::Function { .. } => {
+                let index = signature.params.iter().position(|p| std::ptr::eq(p, param)).unwrap_or_default();
+                let traits = crate::names::function_param_module(index);
+                quote!(#module::#traits::Adj::<#s, #a>::__add_captured(&mut self.#c, reader);)
+            }
             _ => quote! {
                 for __deltad_k in 0..self.#c.len() {
                     *::deltad::__private::SliceSink::at(&mut self.#k, __deltad_k) += reader.cotangent::<#a>();
@@ -472,16 +587,16 @@ impl Passes<'_> {
             },
         });
         quote! {
-            impl<#s: ::deltad::__private::Scalar<Prim = #prim>> #fwd_trait<#s> for #module::Fwd<#(#capture_types),*> {
+            impl<#lifetime #s: ::deltad::__private::Scalar<Prim = #prim>, #(#g_fwd),*> #fwd_trait<#s> for #module::Fwd<#(#fwd_types),*> {
                 #forward
             }
-            impl<#s: ::deltad::__private::Scalar<Prim = #prim>, #(#k_types),*> #fwd_trait<#s> for #module::Adj<#(#capture_types,)* #(#k_types),*> {
+            impl<#lifetime #s: ::deltad::__private::Scalar<Prim = #prim>, #(#g_fwd,)* #(#k_types),*> #fwd_trait<#s> for #module::Adj<#(#adj_types,)* #(#k_types),*> {
                 #forward
             }
-            impl<#s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#capture_bounds),*> #adj_trait<#s, #a> for #module::Adj<#(#capture_types,)* #(#k_types),*> {
+            impl<#lifetime #s: ::deltad::__private::Scalar<Prim = #prim>, #a: ::deltad::__private::Cotangent<#s>, #(#g_adj,)* #(#capture_bounds),*> #adj_trait<#s, #a> for #module::Adj<#(#adj_types,)* #(#k_types),*> {
                 #[inline(always)]
                 fn __adj<#(#own_sink_types #own_bounds),*>(&mut self, stack: &mut ::deltad::__private::Stack<#s>, #(#own_names: #own_types,)* out: #out<#a>, #(#own_sinks: #own_sink_types),*) {
-                    #module::__deltad_adj(stack, #(#own_names,)* #(self.#c_fields,)* out, #(#own_sinks,)* #(::deltad::__private::Reborrow(&mut self.#k_fields)),*)
+                    #module::__deltad_adj(stack, #(#own_names,)* #(#adj_captures,)* out, #(#own_sinks,)* #(#capture_sinks),*)
                 }
                 fn __add_captured(&mut self, reader: &mut ::deltad::__private::GradReader<'_, #s>) {
                     let _ = &reader;
@@ -502,7 +617,8 @@ fn closure_tape_methods(
     fields: &[Ident],
     module: &Ident,
 ) -> TokenStream {
-    let (own, captures) = signature.params.split_at(own);
+    let (own_params, captures) = signature.params.split_at(own);
+    let own = own_params;
     let s = quote!(__DeltadS);
     let real = quote!(::deltad::__private::Real);
     let out = match signature.buffer_output() {
@@ -525,8 +641,13 @@ fn closure_tape_methods(
         });
     let mut captured = Vec::new();
     let mut capture_args = Vec::new();
-    for (param, c) in captures.iter().zip(fields) {
+    for (k, (param, c)) in captures.iter().zip(fields).enumerate() {
         match param.kind {
+            // (A function parameter it reads: the reals that captures.)
+            ParamKind::Function { .. } => {
+                let traits = crate::names::function_param_module(own.len() + k);
+                captured.push(quote!(#module::#traits::Fwd::<#s>::__captured(&self.#c, values);));
+            }
             ParamKind::Real => {
                 captured.push(quote!(values.push(self.#c);));
                 capture_args.push(quote! {
@@ -553,6 +674,17 @@ fn closure_tape_methods(
         }
     }
     let record = Ident::new(crate::names::items::RECORD_FN, Span::call_site());
+    // (A closure calling a function parameter has no recording pass: its
+    // callee took the compiled path, so the bridge never calls it,
+    // `closure_asserts`.)
+    let on_tape = if signature.takes_functions() {
+        quote! {
+            let _ = (tape, #(#own_names),*);
+            ::core::unreachable!("a compiled caller's const check fails to compile first")
+        }
+    } else {
+        quote!(#module::#record(tape, #(#own_args,)* #(#capture_args),*))
+    };
     quote! {
         fn __captured(&self, values: &mut ::std::vec::Vec<#s>) {
             let _ = &values;
@@ -561,7 +693,7 @@ fn closure_tape_methods(
         fn __on_tape<'t>(&self, tape: &'t ::deltad::__private::Tape<#s>, lifted: &[#real<'t, #s>], #(#own_names: #own_types),*) -> #out where #s: 't {
             let mut __deltad_at = 0usize;
             let _ = (&lifted, &mut __deltad_at);
-            #module::#record(tape, #(#own_args,)* #(#capture_args),*)
+            #on_tape
         }
     }
 }
@@ -587,7 +719,10 @@ fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
         .closures
         .iter()
         .map(|def| (&def.callee, def.span));
-    let passed = compiled.function.passed.iter().map(|p| (&p.callee, p.span));
+    let passed = compiled.function.passed.iter().filter_map(|p| match &p.to {
+        PassedTo::Callee { callee, .. } => Some((callee, p.span)),
+        PassedTo::Closure { .. } => None,
+    });
     let checks = given.chain(passed).map(|(callee, span)| {
         // (The callee's path as the user wrote it: the function's module
         // is where the const is.)
@@ -599,11 +734,28 @@ fn closure_asserts(compiled: &super::Compiled, levels: usize) -> TokenStream {
             ::core::assert!(#callee::__TAKES_CLOSURES, #message);
         }
     });
+    // A closure calling a function parameter has no recording pass (see
+    // `closure_tape_methods`): its callee must have taken the compiled path.
+    let compiled_callees = compiled
+        .function
+        .closures
+        .iter()
+        .zip(&compiled.closures)
+        .filter(|(_, closure)| closure.signature.takes_functions())
+        .map(|(def, _)| {
+            let mut callee = def.callee.clone();
+            crate::relocate::back(&mut callee, levels);
+            let name = quote!(#callee).to_string().replace(' ', "");
+            let message = format!("`{name}` took the tape path, so this closure, which calls a function parameter, cannot be given to it on the compiled path (`DELTAD_ENGINE=1 cargo build` says why it took the tape); write `#[differentiate(tape)]` on this function");
+            quote_spanned! {def.span=>
+                ::core::assert!(#callee::__COMPILED, #message);
+            }
+        });
     let inner = compiled
         .closures
         .iter()
         .map(|closure| closure_asserts(&closure.compiled, levels + 1));
-    quote!(#(#checks)* #(#inner)*)
+    quote!(#(#checks)* #(#compiled_callees)* #(#inner)*)
 }
 
 /// The module of the adapters of the function parameter the body passes

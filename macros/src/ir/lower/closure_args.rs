@@ -177,11 +177,36 @@ impl Lowerer {
                         )),
                     }
                 }
+                // The function parameter, through an adapter implementing
+                // the closure's traits for it.
                 VarKind::Function => {
-                    return Err(Unsupported::new(
+                    let crate::ir::Origin::Param(index) = self.vars[var].origin else {
+                        return Err(Unsupported::new(span, "a closure calling a function that is not a parameter is not on the compiled path yet"));
+                    };
+                    let Some(shape) = self.param_shapes[index].clone() else {
+                        return Err(Unsupported::new(span, "a closure calling a function parameter that takes other values than reals and slices of reals is not on the compiled path yet"));
+                    };
+                    let value = |v: crate::functions::FnValue| match v {
+                        crate::functions::FnValue::Real => quote!(#float),
+                        crate::functions::FnValue::Slice => quote!(&[#float]),
+                        crate::functions::FnValue::Vec => quote!(::std::vec::Vec<#float>),
+                    };
+                    let args = shape.args.iter().map(|&v| value(v));
+                    let ret = value(shape.ret);
+                    self.passed_fns.push(crate::ir::PassedFn {
+                        var,
+                        to: crate::ir::PassedTo::Closure {
+                            closure: self.closure_fns.len(),
+                            param: params.len(),
+                        },
                         span,
-                        "a closure calling a function parameter is not on the compiled path yet",
-                    ))
+                    });
+                    let adapter = self.passed_fns.len() - 1;
+                    (
+                        quote!(impl Fn(#(#args),*) -> #ret),
+                        false,
+                        CallArg::Function(FnArg::Passed { var, adapter, span }),
+                    )
                 }
                 VarKind::Closure => {
                     return Err(Unsupported::new(

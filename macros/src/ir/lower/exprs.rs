@@ -501,8 +501,10 @@ impl Lowerer {
                 let span = arg.span();
                 self.passed_fns.push(crate::ir::PassedFn {
                     var,
-                    callee: path.clone(),
-                    param,
+                    to: crate::ir::PassedTo::Callee {
+                        callee: path.clone(),
+                        param,
+                    },
                     span,
                 });
                 let adapter = self.passed_fns.len() - 1;

@@ -65,6 +65,14 @@ pub(crate) fn lower(signature: &Signature, body: &syn::Block) -> Lowered<Functio
         closures: closures::Closures::new(),
         closure_fns: Vec::new(),
         passed_fns: Vec::new(),
+        param_shapes: signature
+            .params
+            .iter()
+            .map(|param| match &param.kind {
+                ParamKind::Function { compiled, .. } => compiled.clone(),
+                _ => None,
+            })
+            .collect(),
         returns_buffer: signature.buffer_output().is_some(),
         precision: signature.precision,
         plain: HashSet::new(),
@@ -284,6 +292,9 @@ pub(super) struct Lowerer {
     closure_fns: Vec<crate::ir::ClosureFn>,
     /// The function parameters passed on to callees.
     passed_fns: Vec<crate::ir::PassedFn>,
+    /// The shapes of the function parameters (by parameter index), as the
+    /// passes take them.
+    param_shapes: Vec<Option<crate::functions::CompiledFn>>,
     /// The function's result is a buffer (`Vec` or array of reals).
     returns_buffer: bool,
     /// The function's machine float.
