@@ -74,6 +74,35 @@ pub(crate) fn function_params(signature: &Signature) -> impl Iterator<Item = (us
         })
 }
 
+/// The pieces of a function value's methods, for a shape: its arguments'
+/// names, types (on reals `s`, and on the tape's reals), the bounds of
+/// their adjoints' sinks (adjoints `a`), and the tape's result type.
+struct ShapeTypes {
+    names: Vec<Ident>,
+    sinks: Vec<Ident>,
+    sink_types: Vec<Ident>,
+    types: Vec<TokenStream>,
+    bounds: Vec<TokenStream>,
+    tape_types: Vec<TokenStream>,
+    tape_out: TokenStream,
+}
+
+impl ShapeTypes {
+    fn of(shape: &CompiledFn, s: &TokenStream, a: &TokenStream) -> ShapeTypes {
+        let count = shape.args.len();
+        let real = quote!(::deltad::__private::Real<'t, #s>);
+        ShapeTypes {
+            names: numbered("a", count),
+            sinks: numbered("j", count),
+            sink_types: numbered("J", count),
+            types: shape.args.iter().map(|v| value_type(*v, s)).collect(),
+            bounds: shape.args.iter().map(|v| sink_bound(*v, a)).collect(),
+            tape_types: shape.args.iter().map(|v| value_type(*v, &real)).collect(),
+            tape_out: value_type(shape.ret, &real),
+        }
+    }
+}
+
 /// The modules of the function parameters (see the module's docs).
 pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
     let prim = signature.precision.ident(Span::call_site());
@@ -89,18 +118,16 @@ pub(crate) fn function_param_modules(signature: &Signature) -> TokenStream {
             quote!(#[doc(hidden)] pub type #name = #marker;)
         });
         let out = value_type(shape.ret, &s);
-        let count = shape.args.len();
-        let (names, sinks, sink_types) = (
-            numbered("a", count),
-            numbered("j", count),
-            numbered("J", count),
-        );
-        let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
-        let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
         let real = quote!(::deltad::__private::Real<'t, S>);
-        let tape_types: Vec<TokenStream> =
-            shape.args.iter().map(|v| value_type(*v, &real)).collect();
-        let tape_out = value_type(shape.ret, &real);
+        let ShapeTypes {
+            names,
+            sinks,
+            sink_types,
+            types,
+            bounds,
+            tape_types,
+            tape_out,
+        } = ShapeTypes::of(shape, &s, &a);
         let keeps = keeps::exports_something();
         quote! {
             #[doc(hidden)]
@@ -347,17 +374,15 @@ impl Passes<'_> {
             let out = quote!(#traits::__Out);
             let (s, a) = (quote!(__DeltadS), quote!(__DeltadA));
             let real = quote!(::deltad::__private::Real<'t, #s>);
-            let count = shape.args.len();
-            let (names, sinks, sink_types) = (
-                numbered("a", count),
-                numbered("j", count),
-                numbered("J", count),
-            );
-            let types: Vec<TokenStream> = shape.args.iter().map(|v| value_type(*v, &s)).collect();
-            let tape_types: Vec<TokenStream> =
-                shape.args.iter().map(|v| value_type(*v, &real)).collect();
-            let tape_out = value_type(shape.ret, &real);
-            let bounds: Vec<TokenStream> = shape.args.iter().map(|v| sink_bound(*v, &a)).collect();
+            let ShapeTypes {
+                names,
+                sinks,
+                sink_types,
+                types,
+                bounds,
+                tape_types,
+                tape_out,
+            } = ShapeTypes::of(shape, &s, &a);
             let forward = quote! {
                 #[inline(always)]
                 fn __fwd<__DeltadR: ::deltad::__private::Record<#s>>(&self, rec: &mut __DeltadR, #(#names: #types),*) -> #out<#s> {

@@ -362,20 +362,7 @@ impl<'ast> Visit<'ast> for Assigned {
     }
 
     fn visit_expr_binary(&mut self, binary: &'ast syn::ExprBinary) {
-        use syn::BinOp::*;
-        if matches!(
-            binary.op,
-            AddAssign(_)
-                | SubAssign(_)
-                | MulAssign(_)
-                | DivAssign(_)
-                | RemAssign(_)
-                | BitXorAssign(_)
-                | BitAndAssign(_)
-                | BitOrAssign(_)
-                | ShlAssign(_)
-                | ShrAssign(_)
-        ) {
+        if crate::syntax::is_compound_assignment(&binary.op) {
             self.place(&binary.left);
         }
         syn::visit::visit_expr_binary(self, binary);
