@@ -188,3 +188,37 @@ fn methods_of_a_type_that_is_not_clone() {
     // e x² + 4 e x² = 5 e x².
     assert_eq!(energy_twice::grad(3.0, &s).x, 10.0 * 1.5 * 3.0);
 }
+
+/// A method on the tape reading an integer field as a real (`self.n as
+/// f64`): the recording pass cannot see the field's type, so the cast
+/// converts either (it dropped the cast, and `usize` did not compile); the
+/// same function on the compiled path for reference.
+#[derive(Debug, Differentiable)]
+struct Midpoint {
+    n: usize,
+    w: f64,
+}
+
+#[differentiate(tape)]
+impl Midpoint {
+    fn weighted(&self, x: f64) -> f64 {
+        x * self.n as f64 * self.w + (self.n as f64).sqrt() * x * x
+    }
+}
+
+#[differentiate]
+fn weighted_compiled(x: f64, m: &Midpoint) -> f64 {
+    x * m.n as f64 * m.w + (m.n as f64).sqrt() * x * x
+}
+
+#[test]
+fn an_integer_field_cast_to_a_real_on_the_tape() {
+    let m = Midpoint { n: 9, w: 0.5 };
+    let (x, g) = (1.25, midpoint_weighted::grad(&m, 1.25));
+    // n w x + √n x²: ∂x = n w + 2 √n x, ∂w = n x.
+    assert_eq!(g.x, 9.0 * 0.5 + 2.0 * 3.0 * x);
+    assert_eq!(g.self_.w, 9.0 * x);
+    assert!(!midpoint_weighted::tape_stats(&m, x).compiled);
+    let g_c = weighted_compiled::grad(x, &m);
+    assert_eq!((g_c.x, g_c.m.w), (g.x, g.self_.w));
+}

@@ -698,3 +698,50 @@ fn a_closure_calling_a_function_parameter() {
         }
     }
 }
+
+/// A method taking a function, given closures (on the tape: a method call's
+/// closures are not compiled yet), with an integer field read as a real.
+#[derive(Debug, deltad::Differentiable)]
+struct Midpoints {
+    n: usize,
+}
+
+#[differentiate]
+impl Midpoints {
+    fn integrate<F: Fn(f64) -> f64>(&self, f: F, a: f64, b: f64) -> f64 {
+        let h = (b - a) / self.n as f64;
+        let mut total = 0.0;
+        for i in 0..self.n {
+            total += f(a + h * (i as f64 + 0.5)) * h;
+        }
+        total
+    }
+}
+
+#[differentiate]
+fn by_a_method(k: f64, #[no_grad] rule: &Midpoints) -> f64 {
+    rule.integrate(|t: f64| (k * t).sin(), 0.0, 1.0) + rule.integrate(|t: f64| t * t, 0.0, k)
+}
+
+#[test]
+fn closures_given_to_a_method() {
+    let (k, rule) = (0.7, Midpoints { n: 10 });
+    // The midpoint rule's sums: Σ sin(k tᵢ)/10 + k³ Σ tᵢ²/10 (tᵢ the
+    // midpoints of [0, 1]); derivative Σ tᵢ cos(k tᵢ)/10 + 3k² Σ tᵢ²/10.
+    let t = |i: usize| (i as f64 + 0.5) / 10.0;
+    let sine: f64 = (0..10).map(|i| (k * t(i)).sin() / 10.0).sum();
+    let d_sine: f64 = (0..10).map(|i| t(i) * (k * t(i)).cos() / 10.0).sum();
+    let squares: f64 = (0..10).map(|i| t(i) * t(i) / 10.0).sum();
+    near(
+        by_a_method(k, &rule),
+        sine + k.powi(3) * squares,
+        1e-15,
+        "value",
+    );
+    near(
+        by_a_method::grad(k, &rule).k,
+        d_sine + 3.0 * k * k * squares,
+        1e-14,
+        "against the closed form",
+    );
+}

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 use crate::real::Real;
-use crate::scalar::Scalar;
+use crate::scalar::{Primitive, Scalar};
 use crate::tape::Tape;
 
 /// Turns a real value, or a collection of them, into dual values.
@@ -523,6 +523,44 @@ macro_rules! constant_operands {
     )*};
 }
 constant_operands!(f64 f32);
+
+/// The operand of a cast to the function's float that the recording pass
+/// judged differentiated: a dual value as it is, or, where it was plain data
+/// after all (an integer field of a value of a user type, whose type the
+/// macro cannot see: `p.n as f64`), its value as a constant.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be cast to a real of this function's precision",
+    label = "cast to the function's float here"
+)]
+pub trait CastReal<'t, S> {
+    /// The value as a dual value.
+    fn cast_real(self) -> Real<'t, S>;
+}
+
+/// `value as f64` (or `f32`) in a recording pass (`CastReal`).
+#[inline(always)]
+pub fn cast_real<'t, S, T: CastReal<'t, S>>(value: T) -> Real<'t, S> {
+    value.cast_real()
+}
+
+impl<'t, S: Scalar> CastReal<'t, S> for Real<'t, S> {
+    #[inline(always)]
+    fn cast_real(self) -> Real<'t, S> {
+        self
+    }
+}
+
+macro_rules! cast_reals {
+    ($($t:ident)*) => {$(
+        impl<'t, S: Scalar> CastReal<'t, S> for $t {
+            #[inline(always)]
+            fn cast_real(self) -> Real<'t, S> {
+                Real::constant(S::from_prim(<S::Prim as Primitive>::from_f64(self as f64)))
+            }
+        }
+    )*};
+}
+cast_reals!(f64 f32 i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize);
 
 /// A field of a `Grad` literal of dual values (a nested `jvp`'s tangent)
 /// given by a constant: a real, or a `Vec` or array of them, lifted to

@@ -170,8 +170,8 @@ pub mod __private {
         NESTED_PREACCUMULATE_MAX,
     };
     pub use crate::convert::{
-        arg, constant, generic_arg, grad_field, lift, primal, Arg, Constant, GenericArg,
-        GenericPass, GradField, Lift, Primal,
+        arg, cast_real, constant, generic_arg, grad_field, lift, primal, Arg, CastReal, Constant,
+        GenericArg, GenericPass, GradField, Lift, Primal,
     };
     pub use crate::custom::{compiled_output, custom_output, input_leaves};
     pub use crate::differentiable::{

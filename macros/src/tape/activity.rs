@@ -1020,19 +1020,38 @@ impl Analyzer<'_> {
     }
 
     fn call(&mut self, call: &syn::ExprCall) -> Shape {
-        let mut args: Vec<Shape> = call
-            .args
-            .iter()
+        let args = self.call_args(call.args.iter(), false);
+        let any_active = args.iter().any(Shape::is_active);
+        let Expr::Path(function) = &*call.func else {
+            self.expr(&call.func);
+            return if any_active {
+                Shape::Opaque
+            } else {
+                Shape::Inactive
+            };
+        };
+        self.call_of(call, function, args, any_active)
+    }
+
+    /// The shapes of the arguments of a call of a differentiated function
+    /// (or method: its receiver `receiver_active`). A closure passed to it:
+    /// when the call is recorded (an argument, the receiver, or what the
+    /// closure captures, is differentiated), the callee calls it with dual
+    /// values.
+    fn call_args<'e>(
+        &mut self,
+        call_args: impl Iterator<Item = &'e Expr> + Clone,
+        receiver_active: bool,
+    ) -> Vec<Shape> {
+        let mut args: Vec<Shape> = call_args
+            .clone()
             .map(|arg| match arg {
                 Expr::Closure(_) => Shape::Inactive,
                 other => self.expr(other),
             })
             .collect();
-        // A closure passed to another function: when the call is recorded
-        // (an argument, or what the closure captures, is differentiated),
-        // the callee calls it with dual values.
-        let others_active = args.iter().any(Shape::is_active);
-        for (index, arg) in call.args.iter().enumerate() {
+        let others_active = receiver_active || args.iter().any(Shape::is_active);
+        for (index, arg) in call_args.enumerate() {
             if let Expr::Closure(closure) = arg {
                 let ret = self.closure(arg, None);
                 if others_active || ret.is_active() {
@@ -1061,15 +1080,17 @@ impl Analyzer<'_> {
                 }
             }
         }
-        let any_active = args.iter().any(Shape::is_active);
-        let Expr::Path(function) = &*call.func else {
-            self.expr(&call.func);
-            return if any_active {
-                Shape::Opaque
-            } else {
-                Shape::Inactive
-            };
-        };
+        args
+    }
+
+    /// A call of the function at `function`, its arguments' shapes `args`.
+    fn call_of(
+        &mut self,
+        call: &syn::ExprCall,
+        function: &syn::ExprPath,
+        args: Vec<Shape>,
+        any_active: bool,
+    ) -> Shape {
         match syntax::classify_call(&function.path) {
             syntax::CallKind::FloatMath(name) => {
                 if name == "sin_cos" && any_active {
@@ -1136,9 +1157,17 @@ impl Analyzer<'_> {
         if let Some(shape) = self.adaptor(call, &receiver) {
             return shape;
         }
-        let args: Vec<Shape> = call.args.iter().map(|arg| self.expr(arg)).collect();
         let name = call.method.to_string();
         let name = name.as_str();
+        // (A differentiated method given closures calls them as a function
+        // does.)
+        let args: Vec<Shape> = if !methods::is_library_method(name)
+            && call.args.iter().any(|arg| matches!(arg, Expr::Closure(_)))
+        {
+            self.call_args(call.args.iter(), receiver.is_active())
+        } else {
+            call.args.iter().map(|arg| self.expr(arg)).collect()
+        };
         let any_active = receiver.is_active() || args.iter().any(Shape::is_active);
         if name == "sin_cos" {
             return if any_active {

@@ -588,9 +588,13 @@ impl<'a> Rewriter<'a> {
             return;
         }
         match float_name(&cast.ty) {
+            // (`cast_real`: the operand may be plain data after all, an
+            // integer field of a user type's value.)
             Some(name) if name == self.names.precision.name() => {
                 let inner = take(&mut cast.expr);
-                *expr = self.gen_expr(quote_spanned!(inner.span()=> (#inner)));
+                *expr = self.gen_expr(
+                    quote_spanned!(inner.span()=> (::deltad::__private::cast_real(#inner))),
+                );
             }
             Some(name) => self.errors.at(
                 written,
