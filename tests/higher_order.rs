@@ -107,8 +107,12 @@ fn a_closure_passed_to_a_generic_integrator() {
     let (k, upper) = (0.7, 1.3);
     let (value, g) = gaussian_mass::value_and_grad(k, upper);
     assert_eq!(value, gaussian_mass(k, upper));
-    let reference = finite_difference(|p| gaussian_mass(p[0], p[1]), &[k, upper]);
-    assert_close(&[g.k, g.upper], &reference, "through the integrator");
+    check_gradient(
+        |p| gaussian_mass(p[0], p[1]),
+        &[k, upper],
+        &[g.k, g.upper],
+        "through the integrator",
+    );
     // The exact derivative in the bound is the integrand there (up to the
     // midpoint rule's O(h²) error, h = upper / 200).
     assert!((g.upper - (-k * upper * upper).exp()).abs() < 1e-4);
@@ -204,11 +208,12 @@ fn closures_with_typed_parameters() {
     point.extend(rows.iter().flatten());
     let mut got = g.x.clone();
     got.extend(g.rows.iter().flatten());
-    let reference = finite_difference(
+    check_gradient(
         |p| typed_closure_parameters(&p[..2], &[p[2..4].to_vec(), p[4..6].to_vec()]),
         &point,
+        &got,
+        "typed closure parameters",
     );
-    assert_close(&got, &reference, "typed closure parameters");
 }
 
 macro_rules! named_typed_closures {
@@ -278,8 +283,12 @@ macro_rules! check_gaussian_mass {
                 1e-13,
                 "against the tape",
             );
-            let reference = finite_difference(|p| $f(p[0], p[1]), &[k, upper]);
-            assert_close(&[g.k, g.upper], &reference, "against central differences");
+            check_gradient(
+                |p| $f(p[0], p[1]),
+                &[k, upper],
+                &[g.k, g.upper],
+                "against central differences",
+            );
             // Forward over reverse through the closure's passes.
             let h = $f::hessian(k, upper);
             let h_t = gaussian_mass::hessian(k, upper);
@@ -408,8 +417,12 @@ macro_rules! check_settled {
             assert_close_tol(&got, &got_t, 1e-12, "against the tape");
             let mut point = centre.to_vec();
             point.push(s);
-            let reference = finite_difference(|p| $f(&p[..2], p[2], &start), &point);
-            assert_close(&got, &reference, "against central differences");
+            check_gradient(
+                |p| $f(&p[..2], p[2], &start),
+                &point,
+                &got,
+                "against central differences",
+            );
         }
     }};
 }
@@ -460,8 +473,12 @@ macro_rules! check_double_mass {
             1e-12,
             "against the tape",
         );
-        let reference = finite_difference(|p| $f(p[0], p[1]), &[k, upper]);
-        assert_close(&[g.k, g.upper], &reference, "against central differences");
+        check_gradient(
+            |p| $f(p[0], p[1]),
+            &[k, upper],
+            &[g.k, g.upper],
+            "against central differences",
+        );
     }};
 }
 
@@ -558,8 +575,12 @@ fn a_function_parameter_passed_on() {
             1e-12,
             "against the tape",
         );
-        let reference = finite_difference(|p| passed_on_compiled(p[0], p[1]), &[k, upper]);
-        assert_close(&[g.k, g.upper], &reference, "against central differences");
+        check_gradient(
+            |p| passed_on_compiled(p[0], p[1]),
+            &[k, upper],
+            &[g.k, g.upper],
+            "against central differences",
+        );
         let h = passed_on_compiled::hessian(k, upper);
         let h_t = passed_on_tape::hessian(k, upper);
         for (row, row_t) in h.iter().zip(&h_t) {
@@ -684,8 +705,12 @@ fn a_closure_calling_a_function_parameter() {
             1e-12,
             "against the tape",
         );
-        let reference = finite_difference(|p| along_compiled(p[0], &p[1..]), &[k, w[0], w[1]]);
-        assert_close(&got, &reference, "against central differences");
+        check_gradient(
+            |p| along_compiled(p[0], &p[1..]),
+            &[k, w[0], w[1]],
+            &got,
+            "against central differences",
+        );
         let h = along_compiled::hessian(k, &w);
         let h_t = along_tape::hessian(k, &w);
         for (row, row_t) in h.iter().zip(&h_t) {
