@@ -256,8 +256,9 @@ fn exports(signature: &Signature, impl_module: &Ident, compiled: bool) -> TokenS
             }
         });
         // (Compiled callers passing it closures check this first: see
-        // `compiled::closure_checks`.)
-        let takes_closures = compiled || has_compiled_convention(signature);
+        // `compiled::closure_checks`. A compiled function has the
+        // convention, and a function on the tape with it has the bridge.)
+        let takes_closures = has_compiled_convention(signature);
         return quote! {
             #record
             #passes
